@@ -1,0 +1,31 @@
+//! Shared mechanics of the binfmt format crates.
+//!
+//! Every format crate (`taridx`, `arcx`, `parcode`, `kastore`) parses and
+//! writes with the same pieces, so a bounds check or a varint is written once:
+//!
+//! - [`layout`]: fixed-layout little-endian records viewed in place
+//!   ([`layout::Record`], [`fixed_layout!`]), built on zerocopy's unaligned
+//!   integer types;
+//! - [`varint`]: LEB128 and zigzag varints with overflow detection;
+//! - [`cursor`]: [`ByteReader`], a forward reader whose errors carry absolute
+//!   file offsets;
+//! - [`range`]: checked offset + length arithmetic, ranges inside a file,
+//!   alignment, and counts bounded by the bytes present;
+//! - [`source`]: [`ByteSource`], a whole file mapped or read into memory, and
+//!   [`PositionalFile`] for positional reads;
+//! - [`atomic`]: [`AtomicFile`], output that appears whole or not at all;
+//! - [`error`]: [`Error`], the one error type, whose variants say what is
+//!   wrong and where.
+
+pub mod atomic;
+pub mod cursor;
+pub mod error;
+pub mod layout;
+pub mod range;
+pub mod source;
+pub mod varint;
+
+pub use atomic::AtomicFile;
+pub use cursor::ByteReader;
+pub use error::{Error, IoResultExt, Result, ResultExt, What};
+pub use source::{ByteSource, PositionalFile};
