@@ -1,0 +1,69 @@
+//! `binfmt sniff FILE...`: the format of each file, from magic bytes only.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use binfmt::{Error, Format};
+
+use crate::output::{self, Status};
+
+/// Print the format of each file, decided from its magic bytes.
+///
+/// One line per file, `PATH<TAB>FORMAT`, where FORMAT is one of taridx, arcx,
+/// par4, kast, tar or unknown. Only the first 512 and the last 40 bytes of a
+/// file are read. A file that cannot be read gets an error line on stderr and
+/// makes the exit status 1; the other files are still reported.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt sniff fixtures/*\n  binfmt sniff --json shard_0000.tar train.taridx"
+)]
+pub struct Args {
+    /// Print a JSON array of {"path", "format"} objects instead of lines.
+    #[arg(long)]
+    json: bool,
+
+    /// Files to examine.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Sniffed<'a> {
+    path: std::borrow::Cow<'a, str>,
+    format: Format,
+}
+
+pub fn run(args: &Args) -> std::io::Result<Status> {
+    let mut status = Status::Success;
+    let mut sniffed = Vec::with_capacity(args.files.len());
+    for path in &args.files {
+        match binfmt::sniff(path) {
+            Ok(format) => sniffed.push(Sniffed {
+                path: path.to_string_lossy(),
+                format,
+            }),
+            Err(error) => {
+                eprintln!("binfmt: {}", describe(path, &error));
+                status = Status::Failed;
+            }
+        }
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&sniffed).map_err(std::io::Error::other)? + "\n"
+    } else {
+        sniffed.iter().fold(String::new(), |mut text, entry| {
+            let _ = writeln!(text, "{}\t{}", entry.path, entry.format);
+            text
+        })
+    };
+    output::print(&text)?;
+    Ok(status)
+}
+
+/// An error message that names the file exactly once.
+fn describe(path: &Path, error: &Error) -> String {
+    match error {
+        Error::Io { .. } => error.to_string(),
+        _ => format!("{}: {error}", path.display()),
+    }
+}

@@ -1,0 +1,43 @@
+//! The `binfmt` command.
+//!
+//! Exit status: 0 when everything succeeded, 1 when a file could not be read
+//! or is bad, 2 for a usage error. Data goes to stdout; messages to stderr,
+//! one line each, naming the file.
+
+mod cmd;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Read, check and convert TARIDX, ARCX, PAR4 and KAST files.
+#[derive(Debug, Parser)]
+#[command(
+    name = "binfmt",
+    version,
+    after_help = "Examples:\n  binfmt sniff fixtures/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Sniff(cmd::sniff::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Sniff(args) => cmd::sniff::run(&args),
+    };
+    match outcome {
+        Ok(status) => status.into(),
+        Err(error) => {
+            eprintln!("binfmt: {error}");
+            output::Status::Failed.into()
+        }
+    }
+}
