@@ -1,18 +1,42 @@
-//! kastore files (`.kas`, tskit `.trees`): a key → typed-array store.
+//! kastore files (`.kas`, tskit `.trees`): a key → typed-array store, read
+//! and written exactly as the kastore C library and Python package do.
 //!
 //! ```text
-//! offset 0                      64                64 + 64·n
-//! ┌────────────────────────────┬─────────────────┬──────┬───────────────────┐
-//! │ header: signature (8),     │ n item          │ keys │ arrays, each      │
-//! │ version, num_items,        │ descriptors of  │      │ 8-byte aligned    │
-//! │ file_size, reserved        │ 64 bytes        │      │                   │
-//! └────────────────────────────┴─────────────────┴──────┴───────────────────┘
+//! offset 0          64                 64 + 64·n        keys end
+//! ┌────────────────┬──────────────────┬────────────────┬─────────────────────┐
+//! │ header         │ n item           │ keys, sorted,  │ arrays, each on an  │
+//! │ 64 bytes       │ descriptors,     │ packed densely │ 8-byte boundary,    │
+//! │ "\x89KAS\r\n…" │ 64 bytes each    │                │ zero padding between│
+//! └────────────────┴──────────────────┴────────────────┴─────────────────────┘
 //! ```
 //!
-//! This crate currently defines the identifying bytes; see `spec/kastore.md`.
+//! The byte-level layout is in [`format`]; `spec/kastore.md` states every
+//! check the reader makes.
+//!
+//! ```
+//! use kastore::{Store, Writer};
+//!
+//! let mut writer = Writer::new();
+//! writer.insert("edges/left", &[0.0f64, 10.0][..])?;
+//! writer.insert("edges/parent", &[4i32, 5][..])?;
+//! let store = Store::new(writer.to_bytes()?)?;
+//!
+//! for item in store.items() {
+//!     println!("{:?} {} {}", item.key_str(), item.item_type(), item.len());
+//! }
+//! assert_eq!(&*store.array::<i32>("edges/parent")?, &[4, 5]);
+//! assert!(store.array::<f32>("edges/left").is_err()); // it holds float64
+//! # Ok::<(), kastore::KastError>(())
+//! ```
 
-/// The 8 bytes every kastore file starts with: `"\x89KAS\r\n\x1a\n"`.
-pub const SIGNATURE: [u8; 8] = [0x89, b'K', b'A', b'S', b'\r', b'\n', 0x1a, b'\n'];
+mod element;
+mod error;
+pub mod format;
+mod reader;
+mod writer;
 
-/// The size of the header, signature included.
-pub const HEADER_SIZE: usize = 64;
+pub use element::Element;
+pub use error::{KastError, Result};
+pub use format::{ItemType, SIGNATURE};
+pub use reader::{Item, Store};
+pub use writer::Writer;

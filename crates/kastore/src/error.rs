@@ -1,0 +1,164 @@
+//! Everything reading or writing a kastore file can fail with.
+//!
+//! Each check of the reader has its own variant, so a caller (and a test)
+//! can tell exactly which rule a file broke. Items are numbered from 0 in
+//! descriptor order.
+
+use crate::format::ItemType;
+
+/// `Result` with [`KastError`].
+pub type Result<T, E = KastError> = std::result::Result<T, E>;
+
+/// A kastore failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KastError {
+    /// The input has no bytes at all (the C library's `KAS_ERR_EOF`).
+    #[error("empty file: a kastore file has at least a 64-byte header")]
+    Empty,
+
+    /// The input is shorter than the 64-byte header.
+    #[error("truncated header: {len} bytes, a kastore header is 64")]
+    TruncatedHeader { len: u64 },
+
+    /// The first 8 bytes are not `89 4B 41 53 0D 0A 1A 0A`.
+    #[error("not a kastore file: bad signature {found:02x?}")]
+    BadSignature { found: [u8; 8] },
+
+    /// The major version is older than 1.
+    #[error("file format version {major}.{minor} is too old: this reader reads major version 1")]
+    VersionTooOld { major: u16, minor: u16 },
+
+    /// The major version is newer than 1.
+    #[error("file format version {major}.{minor} is too new: this reader reads major version 1")]
+    VersionTooNew { major: u16, minor: u16 },
+
+    /// The header's `file_size` is not the size of the file.
+    #[error("header file_size is {header} but the file has {actual} bytes")]
+    FileSizeMismatch { header: u64, actual: u64 },
+
+    /// `num_items` descriptors do not fit between the header and the end.
+    #[error(
+        "num_items {num_items}: {num_items} 64-byte descriptors do not fit in a {file_size}-byte file"
+    )]
+    TooManyItems { num_items: u32, file_size: u64 },
+
+    /// A descriptor's type id is not 0..=9.
+    #[error("item {item}: unknown type id {type_id} (valid ids are 0..=9)")]
+    BadType { item: usize, type_id: u8 },
+
+    /// A descriptor has a zero-length key.
+    #[error("item {item}: empty key")]
+    EmptyKey { item: usize },
+
+    /// A key's range reaches past the end of the file.
+    #[error(
+        "item {item}: key at offset {start} with length {len} is outside the {file_size}-byte file"
+    )]
+    KeyOutOfBounds {
+        item: usize,
+        start: u64,
+        len: u64,
+        file_size: u64,
+    },
+
+    /// An array's range reaches past the end of the file.
+    #[error(
+        "item {item}: {len} {item_type} elements at offset {start} are outside the {file_size}-byte file"
+    )]
+    ArrayOutOfBounds {
+        item: usize,
+        start: u64,
+        len: u64,
+        item_type: ItemType,
+        file_size: u64,
+    },
+
+    /// A key does not start right after the previous key (or the descriptors).
+    #[error("item {item}: key starts at {found}, keys are packed so it must start at {expected}")]
+    KeyNotPacked {
+        item: usize,
+        expected: u64,
+        found: u64,
+    },
+
+    /// An array does not start on an 8-byte boundary.
+    #[error("item {item}: array starts at {start}, which is not a multiple of 8")]
+    ArrayMisaligned { item: usize, start: u64 },
+
+    /// An array does not start at the first 8-byte boundary after the previous one.
+    #[error(
+        "item {item}: array starts at {found}, arrays are packed so it must start at {expected}"
+    )]
+    ArrayNotPacked {
+        item: usize,
+        expected: u64,
+        found: u64,
+    },
+
+    /// The last array does not end where the file does.
+    #[error("the arrays end at {end} but the file has {file_size} bytes")]
+    ArraysEndEarly { end: u64, file_size: u64 },
+
+    /// Keys are not in ascending byte order.
+    #[error(
+        "item {item}: key {key:?} sorts before the previous key {previous:?}; keys must be sorted"
+    )]
+    KeysNotSorted {
+        item: usize,
+        key: String,
+        previous: String,
+    },
+
+    /// The same key appears twice in a file.
+    #[error("item {item}: key {key:?} appears twice")]
+    DuplicateKey { item: usize, key: String },
+
+    /// No item has this key.
+    #[error("key {key:?} not found")]
+    KeyNotFound { key: String },
+
+    /// An array was asked for as a type it does not have.
+    #[error("key {key:?} holds {found} values, not {requested}")]
+    TypeMismatch {
+        key: String,
+        requested: ItemType,
+        found: ItemType,
+    },
+
+    /// Writing: an empty key.
+    #[error("cannot store an empty key")]
+    EmptyKeyInput,
+
+    /// Writing: a key given twice.
+    #[error("key {key:?} given twice")]
+    DuplicateKeyInput { key: String },
+
+    /// Writing: raw bytes that are not a whole number of elements.
+    #[error("key {key:?}: {len} bytes is not a whole number of {item_type} elements")]
+    RaggedArray {
+        key: String,
+        item_type: ItemType,
+        len: usize,
+    },
+
+    /// Writing: more items than the header's u32 count holds.
+    #[error("{count} items do not fit in the header's 32-bit item count")]
+    TooManyItemsToWrite { count: usize },
+
+    /// Writing to the output failed.
+    #[error("writing the kastore file: {0}")]
+    Output(#[source] std::io::Error),
+
+    /// An I/O or lower-level failure, with the file named.
+    #[error(transparent)]
+    Core(#[from] binfmt_core::Error),
+}
+
+/// Shows a key for messages: as text when it is UTF-8, escaped otherwise.
+pub(crate) fn show_key(key: &[u8]) -> String {
+    match std::str::from_utf8(key) {
+        Ok(text) => text.to_owned(),
+        Err(_) => key.escape_ascii().to_string(),
+    }
+}
