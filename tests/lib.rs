@@ -14,3 +14,42 @@ pub fn workspace_root() -> &'static Path {
 pub fn fixture(relative: &str) -> PathBuf {
     workspace_root().join("fixtures").join(relative)
 }
+
+/// How the interop tests find the reference tools.
+pub mod interop {
+    use std::path::PathBuf;
+
+    /// Whether a missing reference tool fails the test (`BINFMT_INTEROP=require`,
+    /// set by `.ci/test`) rather than skipping it with a note.
+    fn required() -> bool {
+        std::env::var("BINFMT_INTEROP").is_ok_and(|value| value == "require")
+    }
+
+    /// Reports a missing tool: a failure when interop is required, a note on
+    /// stderr otherwise. Returns `None` so callers can `let Some(..) = .. else { return }`.
+    fn missing<T>(what: &str) -> Option<T> {
+        let message =
+            format!("{what} not found: run `bash .ci/setup-interop` (or `bash .ci/test`)");
+        assert!(!required(), "{message}");
+        eprintln!("skipping interop test: {message}");
+        None
+    }
+
+    /// The Python interpreter with the `kastore` package:
+    /// `$BINFMT_PYTHON`, or the venv `.ci/setup-interop` makes.
+    pub fn python() -> Option<PathBuf> {
+        let path = std::env::var_os("BINFMT_PYTHON")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| super::workspace_root().join("target/interop/venv/bin/python"));
+        if path.exists() {
+            Some(path)
+        } else {
+            missing("Python with kastore")
+        }
+    }
+
+    /// A script under `tests/python/`.
+    pub fn python_script(name: &str) -> PathBuf {
+        super::workspace_root().join("tests/python").join(name)
+    }
+}
