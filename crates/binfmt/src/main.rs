@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "binfmt",
     version,
-    after_help = "Examples:\n  binfmt sniff fixtures/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar"
+    after_help = "Examples:\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -26,12 +26,15 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Sniff(cmd::sniff::Args),
+    #[command(subcommand)]
+    Kast(cmd::kast::Command),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sniff(args) => cmd::sniff::run(&args),
+        Command::Kast(command) => cmd::kast::run(&command),
     };
     match outcome {
         Ok(status) => status.into(),

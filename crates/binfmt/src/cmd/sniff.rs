@@ -1,11 +1,11 @@
 //! `binfmt sniff FILE...`: the format of each file, from magic bytes only.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use binfmt::{Error, Format};
+use binfmt::Format;
 
-use crate::output::{self, Status};
+use crate::output::{self, CommandResult, Status};
 
 /// Print the format of each file, decided from its magic bytes.
 ///
@@ -33,7 +33,7 @@ struct Sniffed<'a> {
     format: Format,
 }
 
-pub fn run(args: &Args) -> std::io::Result<Status> {
+pub fn run(args: &Args) -> CommandResult {
     let mut status = Status::Success;
     let mut sniffed = Vec::with_capacity(args.files.len());
     for path in &args.files {
@@ -43,27 +43,19 @@ pub fn run(args: &Args) -> std::io::Result<Status> {
                 format,
             }),
             Err(error) => {
-                eprintln!("binfmt: {}", describe(path, &error));
+                eprintln!("binfmt: {}", output::about(path, error));
                 status = Status::Failed;
             }
         }
     }
-    let text = if args.json {
-        serde_json::to_string_pretty(&sniffed).map_err(std::io::Error::other)? + "\n"
+    if args.json {
+        output::print_json(&sniffed)?;
     } else {
-        sniffed.iter().fold(String::new(), |mut text, entry| {
+        let text = sniffed.iter().fold(String::new(), |mut text, entry| {
             let _ = writeln!(text, "{}\t{}", entry.path, entry.format);
             text
-        })
-    };
-    output::print(&text)?;
-    Ok(status)
-}
-
-/// An error message that names the file exactly once.
-fn describe(path: &Path, error: &Error) -> String {
-    match error {
-        Error::Io { .. } => error.to_string(),
-        _ => format!("{}: {error}", path.display()),
+        });
+        output::print(&text)?;
     }
+    Ok(status)
 }
