@@ -1,5 +1,6 @@
 //! Project automation, run as `cargo xtask <task>`.
 //!
+//! - `bench kast`: this project's kastore reader next to Python `kastore`.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
 //!   indexer, the `arcx` 0.3.0 tool), with `reference/make_reference_fixtures.py`.
@@ -7,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+
+mod bench;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask")]
@@ -18,6 +21,17 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
+    /// Benchmark a format against its reference implementation.
+    Bench {
+        /// Which format.
+        format: BenchFormat,
+        /// Python with the reference packages (.ci/setup-interop makes it).
+        #[arg(long, default_value = "target/interop/venv/bin/python")]
+        python: PathBuf,
+        /// Where to write the benchmark's files.
+        #[arg(long, default_value = "target/bench")]
+        dir: PathBuf,
+    },
     /// Remake fixtures/reference/ with the reference tools.
     ReferenceFixtures {
         /// Python interpreter with the `kastore` and `xxhash` packages.
@@ -32,9 +46,19 @@ enum Task {
     },
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BenchFormat {
+    Kast,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
+        Task::Bench {
+            format: BenchFormat::Kast,
+            python,
+            dir,
+        } => bench::kast(&python, &dir),
         Task::ReferenceFixtures { python, glzn, arcx } => reference_fixtures(&python, &glzn, &arcx),
     };
     match result {

@@ -1,0 +1,221 @@
+//! `cargo xtask bench kast`: this project's kastore reader next to the
+//! Python `kastore` package, on the same files, in the same run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kastore::{ItemType, Store, Writer};
+
+/// One file of the benchmark.
+struct Case {
+    name: &'static str,
+    path: PathBuf,
+    repeats: usize,
+}
+
+pub fn kast(python: &Path, dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let cases = [
+        Case {
+            name: "1 GiB, 16 arrays",
+            path: dir.join("large.kas"),
+            repeats: 5,
+        },
+        Case {
+            name: "100,000 small keys",
+            path: dir.join("many_keys.kas"),
+            repeats: 5,
+        },
+        Case {
+            name: "1 MiB, 16 arrays",
+            path: dir.join("small.kas"),
+            repeats: 20,
+        },
+    ];
+    eprintln!("writing benchmark files to {}", dir.display());
+    write_arrays(&cases[0].path, 16, 64 << 20)?;
+    write_many_keys(&cases[1].path, 100_000)?;
+    write_arrays(&cases[2].path, 16, 64 << 10)?;
+
+    println!(
+        "| file | binfmt open (mmap) | Python load(read_all=True) | open ratio | binfmt touch all | Python touch all | touch ratio | binfmt read-all open+touch | ratio |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for case in &cases {
+        let ours = time_ours(&case.path, case.repeats, false)?;
+        let read_all = time_ours(&case.path, case.repeats, true)?;
+        let theirs = time_python(python, &case.path, case.repeats)?;
+        if ours.checksum != theirs.checksum || read_all.checksum != theirs.checksum {
+            return Err(format!(
+                "{}: checksums differ: {} / {} / {}",
+                case.name, ours.checksum, read_all.checksum, theirs.checksum
+            ));
+        }
+        let ours_all = read_all.open + read_all.touch;
+        let theirs_all = theirs.open + theirs.touch;
+        println!(
+            "| {} | {} | {} | {:.0}x | {} | {} | {:.1}x | {} | {:.1}x |",
+            case.name,
+            show(ours.open),
+            show(theirs.open),
+            ratio(theirs.open, ours.open),
+            show(ours.touch),
+            show(theirs.touch),
+            ratio(theirs.touch, ours.touch),
+            show(ours_all),
+            ratio(theirs_all, ours_all),
+        );
+    }
+    Ok(())
+}
+
+/// Median timings of opening a file and summing every array's bytes.
+struct Timing {
+    open: Duration,
+    touch: Duration,
+    checksum: u64,
+}
+
+/// Opening through a map costs microseconds, so it is timed over many
+/// more runs than touching the data.
+const MAPPED_OPENS: usize = 200;
+
+fn time_ours(path: &Path, repeats: usize, read_all: bool) -> Result<Timing, String> {
+    let open = || {
+        if read_all {
+            let source = binfmt_core::ByteSource::read(path).map_err(|e| e.to_string())?;
+            Store::new(source)
+        } else {
+            Store::open(path)
+        }
+        .map_err(|e| e.to_string())
+    };
+    let open_runs = if read_all { repeats } else { MAPPED_OPENS };
+    let mut opens = Vec::with_capacity(open_runs);
+    for _ in 0..open_runs {
+        let start = Instant::now();
+        let store = open()?;
+        opens.push(start.elapsed());
+        drop(store);
+    }
+    let mut touches = Vec::with_capacity(repeats);
+    let mut checksum = 0;
+    for _ in 0..repeats {
+        let store = open()?;
+        let start = Instant::now();
+        checksum = store
+            .items()
+            .map(|item| item.le_bytes().iter().map(|&b| u64::from(b)).sum::<u64>())
+            .sum();
+        touches.push(start.elapsed());
+    }
+    Ok(Timing {
+        open: median(opens),
+        touch: median(touches),
+        checksum,
+    })
+}
+
+fn time_python(python: &Path, path: &Path, repeats: usize) -> Result<Timing, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/kastore_bench.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(path)
+        .arg(repeats.to_string())
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "python: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+    let seconds = |field: &str| {
+        value
+            .get(field)
+            .and_then(serde_json::Value::as_f64)
+            .map(Duration::from_secs_f64)
+            .ok_or(format!("python output lacks {field}"))
+    };
+    Ok(Timing {
+        open: seconds("open")?,
+        touch: seconds("touch")?,
+        checksum: value
+            .get("checksum")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("python output lacks checksum")?,
+    })
+}
+
+/// `count` arrays of `bytes` bytes each, cycling through the ten types.
+fn write_arrays(path: &Path, count: usize, bytes: usize) -> Result<(), String> {
+    let arrays: Vec<Vec<u8>> = (0..count).map(|i| filler(i as u64, bytes)).collect();
+    let mut writer = Writer::new();
+    for (i, data) in arrays.iter().enumerate() {
+        let item_type = ItemType::ALL
+            .get(i % 10)
+            .copied()
+            .unwrap_or(ItemType::Uint8);
+        writer
+            .insert_raw(format!("array_{i:02}"), item_type, data.as_slice())
+            .map_err(|e| e.to_string())?;
+    }
+    writer
+        .write_file(path)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// `count` keys holding 1 to 16 elements each.
+fn write_many_keys(path: &Path, count: usize) -> Result<(), String> {
+    let mut writer = Writer::new();
+    for i in 0..count {
+        let data = filler(i as u64, 8 * (1 + i % 16));
+        writer
+            .insert_raw(
+                format!("table_{:03}/column_{i:06}", i % 100),
+                ItemType::Int64,
+                data,
+            )
+            .map_err(|e| e.to_string())?;
+    }
+    writer
+        .write_file(path)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+fn filler(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        })
+        .collect()
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn ratio(theirs: Duration, ours: Duration) -> f64 {
+    theirs.as_secs_f64() / ours.as_secs_f64().max(1e-9)
+}
+
+fn show(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    if seconds >= 1.0 {
+        format!("{seconds:.2} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.1} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} µs", seconds * 1e6)
+    }
+}
