@@ -53,3 +53,17 @@ pub mod interop {
         super::workspace_root().join("tests/python").join(name)
     }
 }
+
+/// `len` bytes from a fixed xorshift generator: the same data on every run
+/// for a given `seed`, with no structure a format could mistake for its own.
+pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 32) as u8
+        })
+        .collect()
+}

@@ -14,23 +14,11 @@ use std::path::Path;
 use std::process::Command;
 
 use binfmt_tests::interop::{python, python_script};
+use binfmt_tests::pseudo_random_bytes as bytes;
 use kastore::{ItemType, Store, Writer};
 
 /// One array: key, type, little-endian bytes.
 type Array = (String, ItemType, Vec<u8>);
-
-/// Bytes from a fixed generator, so every run tests the same data.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 24) as u8
-        })
-        .collect()
-}
 
 fn all_types(prefix: &str, elements: usize) -> Vec<Array> {
     ItemType::ALL

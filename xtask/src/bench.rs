@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use binfmt_tests::pseudo_random_bytes;
 use kastore::{ItemType, Store, Writer};
 
 /// One file of the benchmark.
@@ -152,7 +153,9 @@ fn time_python(python: &Path, path: &Path, repeats: usize) -> Result<Timing, Str
 
 /// `count` arrays of `bytes` bytes each, cycling through the ten types.
 fn write_arrays(path: &Path, count: usize, bytes: usize) -> Result<(), String> {
-    let arrays: Vec<Vec<u8>> = (0..count).map(|i| filler(i as u64, bytes)).collect();
+    let arrays: Vec<Vec<u8>> = (0..count)
+        .map(|i| pseudo_random_bytes(i as u64, bytes))
+        .collect();
     let mut writer = Writer::new();
     for (i, data) in arrays.iter().enumerate() {
         let item_type = ItemType::ALL
@@ -173,7 +176,7 @@ fn write_arrays(path: &Path, count: usize, bytes: usize) -> Result<(), String> {
 fn write_many_keys(path: &Path, count: usize) -> Result<(), String> {
     let mut writer = Writer::new();
     for i in 0..count {
-        let data = filler(i as u64, 8 * (1 + i % 16));
+        let data = pseudo_random_bytes(i as u64, 8 * (1 + i % 16));
         writer
             .insert_raw(
                 format!("table_{:03}/column_{i:06}", i % 100),
@@ -186,18 +189,6 @@ fn write_many_keys(path: &Path, count: usize) -> Result<(), String> {
         .write_file(path)
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-fn filler(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 32) as u8
-        })
-        .collect()
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {

@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use binfmt_tests::pseudo_random_bytes;
+
 fn binfmt(args: &[&Path]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_binfmt"))
         .arg("sniff")
@@ -88,19 +90,6 @@ fn minimal_tar(magic: &[u8]) -> Vec<u8> {
     bytes
 }
 
-/// Bytes from a fixed xorshift generator: no magic anywhere.
-fn random_bytes(len: usize) -> Vec<u8> {
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
-
 fn write_all(dir: &Path, files: &[(&str, Vec<u8>)]) -> Vec<PathBuf> {
     files
         .iter()
@@ -125,7 +114,7 @@ fn recognises_a_minimal_file_of_each_format() {
             ("e.tar", minimal_tar(b"ustar\x0000")),
             ("f.tar", minimal_tar(b"ustar  \0")),
             ("g.tar", minimal_tar(b"")),
-            ("h.bin", random_bytes(4096)),
+            ("h.bin", pseudo_random_bytes(1, 4096)),
             ("i.empty", Vec::new()),
         ],
     );
@@ -207,7 +196,10 @@ fn json_lists_path_and_format() {
     let dir = tempfile::tempdir().unwrap();
     let files = write_all(
         dir.path(),
-        &[("x.taridx", minimal_taridx()), ("y", random_bytes(10))],
+        &[
+            ("x.taridx", minimal_taridx()),
+            ("y", pseudo_random_bytes(2, 10)),
+        ],
     );
     let output = Command::new(env!("CARGO_BIN_EXE_binfmt"))
         .args(["sniff", "--json"])
