@@ -6,6 +6,8 @@ Usage: make_reference_fixtures.py OUT_DIR --glzn CHECKOUT --arcx ARCX_BINARY
 - sample.taridx   the iTar indexer (dsb-ifi/glzn, glzn/data/itar/entry.py) over sample.tar.
 - all_types.kas   Python kastore 0.3.6: one key per dtype, values 0..4.
 - sample.arcx     the arcx 0.3.0 tool packing the same three files.
+- taridx/         flat USTAR folds `golden` and `mixed` (tests/python/make_shards.py)
+                  and the indexer's golden.taridx and mixed.taridx for them.
 
 The indexer's modules are loaded by path from the checkout, so the rest of
 glzn (and its torch dependency) is not needed.
@@ -69,6 +71,19 @@ def main() -> None:
 
     entry = load_indexer(args.glzn)
     entry.parse_tar(tar_path).finalize().save(args.out / "sample.taridx")
+
+    repo = pathlib.Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(repo / "tests" / "python"))
+    import make_shards
+
+    folds = args.out / "taridx"
+    folds.mkdir(exist_ok=True)
+    make_shards.flat(folds)
+    for fold in ("golden", "mixed"):
+        state = None
+        for shard in sorted(folds.glob(f"{fold}_*.tar")):
+            state = entry.parse_tar(shard, state=state)
+        state.finalize().save(folds / f"{fold}.taridx")
 
     dtypes = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"]
     kastore.dump({name: np.arange(5, dtype=name) for name in dtypes}, args.out / "all_types.kas")

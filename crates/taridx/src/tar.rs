@@ -1,19 +1,31 @@
-//! Tar header blocks: the 512-byte unit of every tar variant.
+//! Tar shards: header blocks, and the scan that lists a shard's regular
+//! files without reading their payloads.
 //!
 //! ```text
+//! header block (512 bytes)
 //! offset  size  field
-//!      0   100  name
-//!    124    12  size (octal, or GNU base-256)
+//!      0   100  name (NUL-terminated when shorter)
+//!    124    12  size: octal digits, or GNU base-256 (first byte has bit 7 set)
 //!    148     8  chksum: octal sum of all 512 bytes, this field counted as spaces
-//!    156     1  typeflag
+//!    156     1  typeflag: '0' or NUL file, '7' contiguous file, '5' directory,
+//!               'x' pax record, 'g' global pax record, 'L' GNU long name, 'K' GNU long link
 //!    257     6  magic "ustar\0" (POSIX) or "ustar " (GNU, followed by " \0")
+//!    345   155  prefix (POSIX ustar only): the path is prefix + "/" + name
 //! ```
+//!
+//! A member is its header block, then its payload padded to a multiple of
+//! 512. An all-zero block ends the archive.
+
+use std::fmt;
+use std::ops::Range;
+
+use binfmt_core::PositionalFile;
 
 /// The size of a tar header block, and the unit payloads are padded to.
 pub const BLOCK_SIZE: usize = 512;
 
-/// Where the 8-byte checksum field sits in a header block.
-const CHECKSUM_FIELD: std::ops::Range<usize> = 148..156;
+/// [`BLOCK_SIZE`] as a file offset.
+pub const BLOCK: u64 = BLOCK_SIZE as u64;
 
 /// Where the `ustar` magic sits in a header block.
 pub const USTAR_MAGIC_OFFSET: usize = 257;
@@ -21,11 +33,71 @@ pub const USTAR_MAGIC_OFFSET: usize = 257;
 /// The five bytes shared by the POSIX (`ustar\0`) and GNU (`ustar `) magics.
 pub const USTAR_MAGIC: [u8; 5] = *b"ustar";
 
+const NAME: Range<usize> = 0..100;
+const SIZE: Range<usize> = 124..136;
+const CHECKSUM: Range<usize> = 148..156;
+const TYPEFLAG: usize = 156;
+const MAGIC: Range<usize> = 257..263;
+const PREFIX: Range<usize> = 345..500;
+
+/// The longest GNU long name or pax record set this scanner reads: 1 MiB,
+/// far beyond any real path, small enough that a hostile size cannot
+/// exhaust memory.
+pub const MAX_METADATA_SIZE: u64 = 1 << 20;
+
+/// One 512-byte header block.
+#[derive(Debug, Clone, Copy)]
+pub struct HeaderBlock<'a>(&'a [u8; BLOCK_SIZE]);
+
+impl<'a> HeaderBlock<'a> {
+    /// Views a block.
+    pub fn new(block: &'a [u8; BLOCK_SIZE]) -> Self {
+        Self(block)
+    }
+
+    fn field(&self, range: Range<usize>) -> &'a [u8] {
+        self.0.get(range).unwrap_or_default()
+    }
+
+    /// Whether every byte is zero: the end-of-archive marker.
+    pub fn is_zero(&self) -> bool {
+        self.0.iter().all(|&b| b == 0)
+    }
+
+    /// Whether the checksum field holds the sum of the block.
+    pub fn checksum_is_valid(&self) -> bool {
+        checksum_is_valid(self.0)
+    }
+
+    /// The type flag byte.
+    pub fn typeflag(&self) -> u8 {
+        self.0.get(TYPEFLAG).copied().unwrap_or(0)
+    }
+
+    /// The size field, octal or GNU base-256.
+    pub fn size(&self) -> Result<u64, TarProblem> {
+        parse_numeric(self.field(SIZE))
+    }
+
+    /// The name the header itself holds: the POSIX ustar prefix and name
+    /// joined by `/`, or the name field alone (GNU and v7 headers have no
+    /// prefix field). GNU long names and pax paths are not seen here.
+    pub fn path(&self) -> Vec<u8> {
+        let name = until_nul(self.field(NAME));
+        let prefix = until_nul(self.field(PREFIX));
+        if self.field(MAGIC) == b"ustar\0" && !prefix.is_empty() {
+            [prefix, b"/", name].concat()
+        } else {
+            name.to_vec()
+        }
+    }
+}
+
 /// Whether `block` stores the checksum of its own bytes. Accepts the
 /// unsigned sum POSIX specifies and the signed sum some historic tars wrote.
 /// An all-zero block (the end-of-archive marker) has no checksum and fails.
 pub fn checksum_is_valid(block: &[u8; BLOCK_SIZE]) -> bool {
-    let Some(stored) = block.get(CHECKSUM_FIELD).and_then(parse_checksum_field) else {
+    let Some(stored) = block.get(CHECKSUM).and_then(parse_checksum_field) else {
         return false;
     };
     let (unsigned, signed) =
@@ -33,7 +105,7 @@ pub fn checksum_is_valid(block: &[u8; BLOCK_SIZE]) -> bool {
             .iter()
             .enumerate()
             .fold((0u64, 0i64), |(unsigned, signed), (index, &byte)| {
-                let byte = if CHECKSUM_FIELD.contains(&index) {
+                let byte = if CHECKSUM.contains(&index) {
                     b' '
                 } else {
                     byte
@@ -55,11 +127,255 @@ fn parse_checksum_field(field: &[u8]) -> Option<u64> {
     if digits_len == 0 || rest.get(digits_len..)?.iter().any(|&b| b != 0 && b != b' ') {
         return None;
     }
-    rest.get(..digits_len)?
+    octal(rest.get(..digits_len)?)
+}
+
+fn octal(digits: &[u8]) -> Option<u64> {
+    digits.iter().try_fold(0u64, |value, &digit| {
+        let digit = (b'0'..=b'7')
+            .contains(&digit)
+            .then(|| u64::from(digit - b'0'))?;
+        value.checked_mul(8)?.checked_add(digit)
+    })
+}
+
+/// Parses a numeric field: GNU base-256 when the first byte has bit 7 set,
+/// otherwise octal digits surrounded by optional spaces and NULs (an empty
+/// field is 0, as tar readers take it).
+pub fn parse_numeric(field: &[u8]) -> Result<u64, TarProblem> {
+    match field.first() {
+        Some(&first) if first & 0x80 != 0 => {
+            if first == 0xff {
+                return Err(TarProblem::BadSize {
+                    field: field.to_vec(),
+                });
+            }
+            let rest = field.get(1..).unwrap_or_default();
+            rest.iter()
+                .try_fold(u64::from(first & 0x7f), |value, &byte| {
+                    value.checked_mul(256)?.checked_add(u64::from(byte))
+                })
+                .ok_or_else(|| TarProblem::BadSize {
+                    field: field.to_vec(),
+                })
+        }
+        _ => {
+            let trimmed = trim(field, |b| b == b' ' || b == 0);
+            if trimmed.is_empty() {
+                return Ok(0);
+            }
+            octal(trimmed).ok_or_else(|| TarProblem::BadSize {
+                field: field.to_vec(),
+            })
+        }
+    }
+}
+
+fn trim(bytes: &[u8], strip: impl Fn(u8) -> bool) -> &[u8] {
+    let start = bytes.iter().position(|&b| !strip(b)).unwrap_or(bytes.len());
+    let end = bytes
         .iter()
-        .try_fold(0u64, |value, &digit| {
-            value.checked_mul(8)?.checked_add(u64::from(digit - b'0'))
-        })
+        .rposition(|&b| !strip(b))
+        .map_or(start, |end| end + 1);
+    bytes.get(start..end).unwrap_or_default()
+}
+
+fn until_nul(field: &[u8]) -> &[u8] {
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    field.get(..end).unwrap_or_default()
+}
+
+/// What is wrong with a shard at some offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TarProblem {
+    /// Fewer than 512 bytes remain where a header block should be.
+    TruncatedHeader { available: u64 },
+    /// The header's checksum field does not match its bytes.
+    BadChecksum,
+    /// The size field is neither octal nor positive base-256.
+    BadSize { field: Vec<u8> },
+    /// The payload runs past the end of the shard.
+    PayloadPastEnd { size: u64, shard_len: u64 },
+    /// A GNU long name or pax record set larger than [`MAX_METADATA_SIZE`].
+    MetadataTooLarge { size: u64 },
+    /// A pax extended header that does not parse.
+    BadPax { why: String },
+}
+
+impl fmt::Display for TarProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TruncatedHeader { available } => {
+                write!(f, "truncated header block ({available} of 512 bytes)")
+            }
+            Self::BadChecksum => f.write_str("header checksum mismatch"),
+            Self::BadSize { field } => {
+                write!(f, "bad size field {:?}", field.escape_ascii().to_string())
+            }
+            Self::PayloadPastEnd { size, shard_len } => {
+                write!(
+                    f,
+                    "payload of {size} bytes runs past the end of the {shard_len}-byte shard"
+                )
+            }
+            Self::MetadataTooLarge { size } => write!(
+                f,
+                "{size}-byte long-name or pax record exceeds the {MAX_METADATA_SIZE}-byte limit"
+            ),
+            Self::BadPax { why } => write!(f, "bad pax header: {why}"),
+        }
+    }
+}
+
+/// A regular file found in a shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Offset of the member's own header block; its payload starts 512 bytes later.
+    pub offset: u64,
+    /// Payload size in bytes.
+    pub size: u64,
+    /// The full member name: from a pax `path` record, a GNU long name, or the header.
+    pub name: Vec<u8>,
+}
+
+/// Lists the regular-file members of a shard by reading header blocks and
+/// seeking over payloads. Directories, links, pax and GNU metadata records
+/// are not members; pax `path`/`size` and GNU long names apply to the next
+/// header. Stops at the first all-zero block or at the end of the file.
+/// Errors carry the offset of the header block at fault.
+pub fn scan(shard: &PositionalFile) -> Result<Vec<Member>, (u64, TarProblem)> {
+    let len = shard.len();
+    let mut members = Vec::new();
+    let mut next_name: Option<Vec<u8>> = None;
+    let mut next_size: Option<u64> = None;
+    let mut offset = 0u64;
+    let mut block = [0u8; BLOCK_SIZE];
+    while offset < len {
+        let available = len - offset;
+        if available < BLOCK {
+            return Err((offset, TarProblem::TruncatedHeader { available }));
+        }
+        shard
+            .read_exact_at(offset, &mut block, "tar header")
+            .map_err(|_| (offset, TarProblem::TruncatedHeader { available }))?;
+        let header = HeaderBlock::new(&block);
+        if header.is_zero() {
+            break;
+        }
+        if !header.checksum_is_valid() {
+            return Err((offset, TarProblem::BadChecksum));
+        }
+        let typeflag = header.typeflag();
+        let header_size = header.size().map_err(|problem| (offset, problem))?;
+        let size = match typeflag {
+            b'L' | b'K' | b'x' | b'g' => header_size,
+            _ => next_size.take().unwrap_or(header_size),
+        };
+        let payload_start = offset + BLOCK;
+        if size > len - payload_start {
+            return Err((
+                offset,
+                TarProblem::PayloadPastEnd {
+                    size,
+                    shard_len: len,
+                },
+            ));
+        }
+        match typeflag {
+            b'L' => {
+                next_name =
+                    Some(until_nul(&read_metadata(shard, payload_start, size, offset)?).to_vec())
+            }
+            b'x' => apply_pax(
+                &read_metadata(shard, payload_start, size, offset)?,
+                &mut next_name,
+                &mut next_size,
+            )
+            .map_err(|why| (offset, TarProblem::BadPax { why }))?,
+            b'K' | b'g' => {}
+            b'0' | 0 | b'7' => {
+                let name = next_name.take().unwrap_or_else(|| header.path());
+                members.push(Member { offset, size, name });
+            }
+            _ => next_name = None,
+        }
+        // The payload fits, so its padded end is at most len + 511.
+        offset = payload_start + size.next_multiple_of(BLOCK);
+    }
+    Ok(members)
+}
+
+fn read_metadata(
+    shard: &PositionalFile,
+    start: u64,
+    size: u64,
+    header: u64,
+) -> Result<Vec<u8>, (u64, TarProblem)> {
+    if size > MAX_METADATA_SIZE {
+        return Err((header, TarProblem::MetadataTooLarge { size }));
+    }
+    shard.read_vec_at(start, size, "tar metadata").map_err(|_| {
+        (
+            header,
+            TarProblem::PayloadPastEnd {
+                size,
+                shard_len: shard.len(),
+            },
+        )
+    })
+}
+
+/// Applies the `path` and `size` keywords of pax records
+/// (`"<len> <key>=<value>\n"`, where `<len>` counts the whole record).
+fn apply_pax(
+    records: &[u8],
+    name: &mut Option<Vec<u8>>,
+    size: &mut Option<u64>,
+) -> Result<(), String> {
+    let mut rest = records;
+    while !rest.is_empty() {
+        if rest.iter().all(|&b| b == 0) {
+            break;
+        }
+        let space = rest
+            .iter()
+            .position(|&b| b == b' ')
+            .ok_or("record without a length")?;
+        let length: usize = std::str::from_utf8(rest.get(..space).unwrap_or_default())
+            .ok()
+            .and_then(|digits| digits.parse().ok())
+            .ok_or("record length is not a number")?;
+        let record = rest
+            .get(..length)
+            .ok_or_else(|| format!("record of {length} bytes overruns the header"))?;
+        let body = record
+            .get(space + 1..)
+            .and_then(|body| body.strip_suffix(b"\n"))
+            .ok_or("record does not end with a newline")?;
+        let equals = body
+            .iter()
+            .position(|&b| b == b'=')
+            .ok_or("record without '='")?;
+        let (key, value) = (
+            body.get(..equals).unwrap_or_default(),
+            body.get(equals + 1..).unwrap_or_default(),
+        );
+        match key {
+            b"path" => *name = Some(value.to_vec()),
+            b"size" => {
+                let parsed = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+                *size = Some(parsed.ok_or_else(|| {
+                    format!(
+                        "size {:?} is not a number",
+                        value.escape_ascii().to_string()
+                    )
+                })?);
+            }
+            _ => {}
+        }
+        rest = rest.get(length..).unwrap_or_default();
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -76,10 +392,14 @@ mod tests {
         block[156] = b'0';
         block[257..263].copy_from_slice(b"ustar\0");
         block[263..265].copy_from_slice(b"00");
+        seal(&mut block);
+        block
+    }
+
+    fn seal(block: &mut [u8; BLOCK_SIZE]) {
         block[148..156].fill(b' ');
         let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
         block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
-        block
     }
 
     #[test]
@@ -121,5 +441,61 @@ mod tests {
         let signed: i64 = block.iter().map(|&b| i64::from(b as i8)).sum();
         block[148..156].copy_from_slice(format!("{signed:06o}\0 ").as_bytes());
         assert!(checksum_is_valid(&block));
+    }
+
+    #[test]
+    fn numeric_fields() {
+        assert_eq!(parse_numeric(b"00000000005\0"), Ok(5));
+        assert_eq!(parse_numeric(b"     17 \0\0\0\0"), Ok(15));
+        assert_eq!(parse_numeric(&[0; 12]), Ok(0));
+        // GNU base-256: 0x80 then big-endian bytes.
+        let mut field = [0u8; 12];
+        field[0] = 0x80;
+        field[7..12].copy_from_slice(&[0x02, 0x00, 0x00, 0x00, 0x01]);
+        assert_eq!(parse_numeric(&field), Ok(0x02_0000_0001));
+        assert!(parse_numeric(&[0xff; 12]).is_err());
+        assert!(parse_numeric(b"0000000009\0\0").is_err());
+        let mut huge = [0xffu8; 12];
+        huge[0] = 0x80;
+        assert!(parse_numeric(&huge).is_err());
+    }
+
+    #[test]
+    fn ustar_prefix_joins_the_name_only_for_posix_magic() {
+        let mut block = header("file.txt");
+        block[345..351].copy_from_slice(b"a/b/cc");
+        seal(&mut block);
+        assert_eq!(HeaderBlock::new(&block).path(), b"a/b/cc/file.txt");
+        block[257..265].copy_from_slice(b"ustar  \0");
+        assert_eq!(HeaderBlock::new(&block).path(), b"file.txt");
+    }
+
+    /// A pax record with its length prefix computed.
+    fn record(key: &str, value: &[u8]) -> Vec<u8> {
+        let body = [b" ", key.as_bytes(), b"=", value, b"\n"].concat();
+        let mut length = body.len() + 1;
+        if (length.to_string().len() + body.len()) != length {
+            length = length.to_string().len() + body.len();
+        }
+        [length.to_string().as_bytes(), &body].concat()
+    }
+
+    #[test]
+    fn pax_records() {
+        let mut name = None;
+        let mut size = None;
+        let records = [
+            record("path", b"dir/caf\xc3\xa9.jpg"),
+            record("size", b"12345678"),
+            record("mtime", b"1700000000"),
+        ]
+        .concat();
+        apply_pax(&records, &mut name, &mut size).unwrap();
+        assert_eq!(name.as_deref(), Some(&b"dir/caf\xc3\xa9.jpg"[..]));
+        assert_eq!(size, Some(12_345_678));
+        assert!(apply_pax(b"99 path=x\n", &mut name, &mut size).is_err());
+        assert!(apply_pax(b"9 path=x", &mut name, &mut size).is_err());
+        assert!(apply_pax(b"abc path=x\n", &mut name, &mut size).is_err());
+        assert!(apply_pax(b"12 size=1x\n", &mut name, &mut size).is_err());
     }
 }
