@@ -76,8 +76,21 @@ impl IndexBuilder {
 
     /// Adds the row of one member of shard `fid`.
     pub fn add(&mut self, fid: u16, member: &Member) -> Result<()> {
-        let StemAndExtension { stem, extension } = split_name(&member.name);
-        let key = keyhash(&stem);
+        let split = split_name(&member.name);
+        let key = keyhash(&split.stem);
+        self.add_with_key(fid, member, split, key)
+    }
+
+    /// [`IndexBuilder::add`] with the key hash given, so tests can make
+    /// stems collide.
+    fn add_with_key(
+        &mut self,
+        fid: u16,
+        member: &Member,
+        split: StemAndExtension,
+        key: u64,
+    ) -> Result<()> {
+        let StemAndExtension { stem, extension } = split;
         let extid = match self.extension_ids.get(&extension) {
             Some(&id) => id,
             None => {
@@ -315,6 +328,34 @@ mod tests {
         assert_eq!(index.n_stems(), 2);
         // a, a, b, b, a: three runs for two stems.
         assert!(!index.is_contiguous());
+        index.verify(None).unwrap();
+    }
+
+    #[test]
+    fn colliding_stems_get_crash_ids_in_first_seen_order() {
+        let mut builder = IndexBuilder::new();
+        for (i, name) in [
+            "first.jpg",
+            "second.jpg",
+            "first.txt",
+            "third.jpg",
+            "second.txt",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let member = member(name, i as u64 * 1024);
+            builder
+                .add_with_key(0, &member, split_name(&member.name), 42)
+                .unwrap();
+        }
+        let crashids: Vec<u32> = builder.rows().iter().map(|r| r.crashid.get()).collect();
+        assert_eq!(crashids, [0, 1, 0, 2, 1]);
+        let index = crate::Index::new(builder.to_bytes()).unwrap();
+        assert_eq!(index.crash_stems(), ["second", "third"]);
+        assert_eq!(index.crash_id("third"), 2);
+        assert_eq!(index.crash_id("first"), 0);
+        assert_eq!(index.n_stems(), 3);
         index.verify(None).unwrap();
     }
 }
