@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "binfmt",
     version,
-    after_help = "Examples:\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time"
+    after_help = "Examples:\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,6 +28,8 @@ enum Command {
     Sniff(cmd::sniff::Args),
     #[command(subcommand)]
     Kast(cmd::kast::Command),
+    #[command(subcommand)]
+    Taridx(cmd::taridx::Command),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Sniff(args) => cmd::sniff::run(&args),
         Command::Kast(command) => cmd::kast::run(&command),
+        Command::Taridx(command) => cmd::taridx::run(&command),
     };
     match outcome {
         Ok(status) => status.into(),

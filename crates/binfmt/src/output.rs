@@ -1,6 +1,6 @@
 //! Writing results to stdout, and the exit status they lead to.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -57,4 +57,30 @@ pub fn about(path: &Path, error: impl std::fmt::Display) -> String {
     } else {
         format!("{name}: {message}")
     }
+}
+
+/// A progress bar of `len` steps on stderr, drawn only when stderr is a
+/// terminal (never into logs or pipes).
+pub fn progress(len: u64, what: &'static str) -> indicatif::ProgressBar {
+    if !io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what);
+    bar
+}
+
+/// Ends the program with a usage error (exit status 2), as clap does for
+/// the errors it finds itself.
+pub fn usage_error(message: impl std::fmt::Display) -> ! {
+    clap::Error::raw(
+        clap::error::ErrorKind::ArgumentConflict,
+        format!("{message}\n"),
+    )
+    .exit()
 }

@@ -2,3 +2,4 @@
 
 pub mod kast;
 pub mod sniff;
+pub mod taridx;

@@ -1,0 +1,203 @@
+//! `binfmt taridx ...`, run as a real process.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use binfmt_tests::fixture;
+
+fn binfmt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_binfmt"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A copy of the golden fold's shards in a fresh directory.
+fn golden_fold() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        let name = format!("golden_{i:04}.tar");
+        std::fs::copy(
+            fixture(&format!("reference/taridx/{name}")),
+            dir.path().join(name),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn index_a_fold_like_the_reference_indexer() {
+    let dir = golden_fold();
+    for jobs in ["1", "3"] {
+        let output = binfmt(&[
+            "taridx",
+            "index",
+            s(dir.path()),
+            "--fold",
+            "golden",
+            "--jobs",
+            jobs,
+        ]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert!(output.stdout.is_empty(), "messages go to stderr");
+        let ours = std::fs::read(dir.path().join("golden.taridx")).unwrap();
+        assert!(ours == std::fs::read(fixture("reference/taridx/golden.taridx")).unwrap());
+    }
+}
+
+#[test]
+fn index_explicit_shards_in_the_given_order() {
+    let dir = golden_fold();
+    let out = dir.path().join("custom.taridx");
+    let second = dir.path().join("golden_0002.tar");
+    let first = dir.path().join("golden_0000.tar");
+    let output = binfmt(&["taridx", "index", "--out", s(&out), s(&second), s(&first)]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let info: serde_json::Value =
+        serde_json::from_slice(&binfmt(&["taridx", "info", "--json", s(&out)]).stdout).unwrap();
+    assert_eq!(info["rows"], 11);
+    // golden_0002.tar came first: its extensions were seen first.
+    assert_eq!(info["extensions"][0], "tar.gz");
+}
+
+#[test]
+fn info_text_and_json() {
+    let golden = fixture("reference/taridx/golden.taridx");
+    let info = text(&binfmt(&["taridx", "info", s(&golden)]).stdout);
+    assert!(
+        info.contains("rows: 17\n")
+            && info.contains("stems: 8\n")
+            && info.contains("contiguous: yes\n"),
+        "{info}"
+    );
+    assert!(
+        info.contains("extensions: jpg, json, cls, seg.mask.png, (none), tar.gz\n"),
+        "{info}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&binfmt(&["taridx", "info", "--json", s(&golden)]).stdout).unwrap();
+    assert_eq!(json["version"], "1.0");
+    assert_eq!(json["stems"], 8);
+    assert_eq!(json["crash_stems"], serde_json::json!([]));
+    let mixed: serde_json::Value = serde_json::from_slice(
+        &binfmt(&[
+            "taridx",
+            "info",
+            "--json",
+            s(&fixture("reference/taridx/mixed.taridx")),
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(mixed["contiguous"], false);
+}
+
+#[test]
+fn get_one_payload_or_all() {
+    let golden = fixture("reference/taridx/golden.taridx");
+    let tar_bytes = std::fs::read(fixture("reference/taridx/golden_0000.tar")).unwrap();
+    let one = binfmt(&["taridx", "get", s(&golden), "000001", "--ext", "json"]);
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    assert_eq!(one.stdout.len(), 40);
+    // The second member: the first (700 bytes) pads to 1024, so its header
+    // is at 512 + 1024 and its payload 512 bytes later.
+    assert_eq!(one.stdout, &tar_bytes[2048..2088]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sample");
+    let all = binfmt(&["taridx", "get", s(&golden), "000004", "-o", s(&out)]);
+    assert!(all.status.success(), "{}", text(&all.stderr));
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["000004.jpg", "000004.json", "000004.seg.mask.png"]);
+    assert_eq!(
+        std::fs::metadata(out.join("000004.jpg")).unwrap().len(),
+        3000
+    );
+
+    let single = binfmt(&["taridx", "get", s(&golden), "000005"]);
+    assert_eq!(single.stdout.len(), 1);
+}
+
+#[test]
+fn errors_and_exit_codes() {
+    let golden = fixture("reference/taridx/golden.taridx");
+    let missing = binfmt(&["taridx", "get", s(&golden), "nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).starts_with("binfmt: ") && text(&missing.stderr).contains("nope")
+    );
+
+    let ambiguous = binfmt(&["taridx", "get", s(&golden), "000001"]);
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert!(text(&ambiguous.stderr).contains("jpg, json, cls"));
+
+    let dir = golden_fold();
+    let shard = dir.path().join("golden_0002.tar");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    bytes[100] ^= 1; // mode field of the first header
+    std::fs::write(&shard, bytes).unwrap();
+    let corrupt = binfmt(&["taridx", "index", s(dir.path()), "--fold", "golden"]);
+    assert_eq!(corrupt.status.code(), Some(1));
+    assert_eq!(
+        text(&corrupt.stderr),
+        format!(
+            "binfmt: shard {}: header checksum mismatch at byte 0\n",
+            shard.display()
+        )
+    );
+    assert!(!dir.path().join("golden.taridx").exists());
+
+    let bad_index = dir.path().join("bad.taridx");
+    std::fs::write(&bad_index, b"TARIDX\0\0\x02\0").unwrap();
+    let bad = binfmt(&["taridx", "info", s(&bad_index)]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stderr).contains("bad.taridx: truncated header"),
+        "{}",
+        text(&bad.stderr)
+    );
+
+    assert_eq!(
+        binfmt(&["taridx", "index", s(dir.path())]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        binfmt(&["taridx", "index", "a", "b", "--fold", "x"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let no_shards = binfmt(&["taridx", "index", s(dir.path()), "--fold", "absent"]);
+    assert_eq!(no_shards.status.code(), Some(1));
+}
+
+#[test]
+fn every_subcommand_has_examples() {
+    for command in ["index", "info", "get"] {
+        assert!(
+            text(&binfmt(&["taridx", command, "--help"]).stdout).contains("Examples:"),
+            "{command}"
+        );
+    }
+}
