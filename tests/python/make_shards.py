@@ -1,6 +1,9 @@
 """Tar shards for the TARIDX tests, written with Python's tarfile.
 
   make_shards.py flat OUT_DIR     the flat USTAR folds the golden indexes were made from
+  make_shards.py bench OUT_DIR SAMPLES SHARDS
+                                  fold `bench`: SAMPLES samples of jpg (1000 bytes), json and
+                                  cls, split evenly over SHARDS shards (3 members a sample)
   make_shards.py variety OUT_DIR  USTAR, GNU and PAX shards with long and non-ASCII names,
                                   directories, empty and 512-multiple payloads; writes
                                   OUT_DIR/manifest.json: per shard, tarfile's regular
@@ -93,7 +96,21 @@ def variety(out):
     (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
 
 
+def bench(out, samples, shards):
+    jpg, per_shard = bytes(range(256)) * 3 + bytes(232), -(-samples // shards)
+    for shard in range(shards):
+        with tarfile.open(out / f"bench_{shard:04d}.tar", "w", format=tarfile.USTAR_FORMAT) as tar:
+            for sample in range(shard * per_shard, min(samples, (shard + 1) * per_shard)):
+                stem = f"shard{shard:02d}/{sample:08d}"
+                add(tar, stem + ".jpg", data=jpg)
+                add(tar, stem + ".json", data=b'{"label": %d}' % (sample % 1000))
+                add(tar, stem + ".cls", data=b"%d" % (sample % 10))
+
+
 if __name__ == "__main__":
     mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    {"flat": flat, "variety": variety}[mode](out)
+    if mode == "bench":
+        bench(out, int(sys.argv[3]), int(sys.argv[4]))
+    else:
+        {"flat": flat, "variety": variety}[mode](out)

@@ -1,5 +1,8 @@
-//! `cargo xtask bench kast`: this project's kastore reader next to the
-//! Python `kastore` package, on the same files, in the same run.
+//! `cargo xtask bench <format>`: this project's code next to the reference
+//! implementation, on the same files, in the same run.
+//!
+//! - `kast`: the kastore reader against the Python `kastore` package;
+//! - `taridx`: the shard indexer against the iTar indexer (dsb-ifi/glzn).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -7,6 +10,110 @@ use std::time::{Duration, Instant};
 
 use binfmt_tests::pseudo_random_bytes;
 use kastore::{ItemType, Store, Writer};
+
+/// Samples of the taridx benchmark: three members each, 300,000 in all.
+const TARIDX_SAMPLES: usize = 100_000;
+const TARIDX_SHARDS: usize = 8;
+
+pub fn taridx(python: &Path, glzn: &Path, dir: &Path) -> Result<(), String> {
+    let root = dir.join("taridx");
+    let first_shard = root.join("bench_0000.tar");
+    if !first_shard.exists() {
+        eprintln!(
+            "writing {TARIDX_SHARDS} shards of {TARIDX_SAMPLES} samples to {} (Python tarfile)",
+            root.display()
+        );
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/python/make_shards.py");
+        run_python(
+            python,
+            &[
+                script.as_os_str(),
+                "bench".as_ref(),
+                root.as_os_str(),
+                TARIDX_SAMPLES.to_string().as_ref(),
+                TARIDX_SHARDS.to_string().as_ref(),
+            ],
+        )?;
+    }
+    let reference_out = dir.join("taridx-reference.taridx");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/taridx_bench.py");
+    let mut reference_runs = Vec::new();
+    let mut rows = 0;
+    for _ in 0..3 {
+        let value = run_python(
+            python,
+            &[
+                script.as_os_str(),
+                root.as_os_str(),
+                "bench".as_ref(),
+                glzn.as_os_str(),
+                reference_out.as_os_str(),
+            ],
+        )?;
+        reference_runs.push(Duration::from_secs_f64(
+            value
+                .get("seconds")
+                .and_then(serde_json::Value::as_f64)
+                .ok_or("no seconds")?,
+        ));
+        rows = value
+            .get("rows")
+            .and_then(serde_json::Value::as_u64)
+            .ok_or("no rows")?;
+    }
+    let reference = median(reference_runs);
+    println!("| indexer | members | median time | members/s | vs reference |");
+    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| reference iTar (Python) | {rows} | {} | {:.0} | 1.0x |",
+        show(reference),
+        rows as f64 / reference.as_secs_f64()
+    );
+    for jobs in [Some(1), None] {
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let start = Instant::now();
+            taridx::index_fold(&root, "bench", taridx::IndexOptions { jobs }, || {})
+                .map_err(|e| e.to_string())?;
+            runs.push(start.elapsed());
+        }
+        let ours = median(runs);
+        let label = jobs.map_or_else(
+            || "binfmt, one thread per core".to_owned(),
+            |j| format!("binfmt, {j} thread"),
+        );
+        println!(
+            "| {label} | {rows} | {} | {:.0} | {:.1}x |",
+            show(ours),
+            rows as f64 / ours.as_secs_f64(),
+            ratio(reference, ours)
+        );
+    }
+    let ours = std::fs::read(root.join("bench.taridx")).map_err(|e| e.to_string())?;
+    let theirs = std::fs::read(&reference_out).map_err(|e| e.to_string())?;
+    if ours != theirs {
+        return Err("the two indexes differ".to_owned());
+    }
+    println!("\nBoth indexers wrote the same {} bytes.", ours.len());
+    Ok(())
+}
+
+fn run_python(python: &Path, args: &[&std::ffi::OsStr]) -> Result<serde_json::Value, String> {
+    let output = Command::new(python)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{}: {e}", python.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "python: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    if output.stdout.is_empty() {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())
+}
 
 /// One file of the benchmark.
 struct Case {

@@ -1,6 +1,6 @@
 //! Project automation, run as `cargo xtask <task>`.
 //!
-//! - `bench kast`: this project's kastore reader next to Python `kastore`.
+//! - `bench kast|taridx`: this project's code next to the reference implementation.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
 //!   indexer, the `arcx` 0.3.0 tool), with `reference/make_reference_fixtures.py`.
@@ -31,6 +31,9 @@ enum Task {
         /// Where to write the benchmark's files.
         #[arg(long, default_value = "target/bench")]
         dir: PathBuf,
+        /// A checkout of the iTar indexer (dsb-ifi/glzn), for `taridx`.
+        #[arg(long)]
+        glzn: Option<PathBuf>,
     },
     /// Remake fixtures/reference/ with the reference tools.
     ReferenceFixtures {
@@ -49,6 +52,7 @@ enum Task {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum BenchFormat {
     Kast,
+    Taridx,
 }
 
 fn main() -> ExitCode {
@@ -58,7 +62,19 @@ fn main() -> ExitCode {
             format: BenchFormat::Kast,
             python,
             dir,
+            ..
         } => bench::kast(&python, &dir),
+        Task::Bench {
+            format: BenchFormat::Taridx,
+            python,
+            dir,
+            glzn,
+        } => match glzn {
+            Some(glzn) => bench::taridx(&python, &glzn, &dir),
+            None => {
+                Err("bench taridx needs --glzn CHECKOUT (a checkout of dsb-ifi/glzn)".to_owned())
+            }
+        },
         Task::ReferenceFixtures { python, glzn, arcx } => reference_fixtures(&python, &glzn, &arcx),
     };
     match result {

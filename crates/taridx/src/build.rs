@@ -13,13 +13,14 @@
 //! - `n_stems` counts distinct stems; flag bit 0 is set when the rows form
 //!   one run per `(keyhash, crashid)`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use binfmt_core::layout::{IntoBytes, U16, U32, U64};
-use binfmt_core::{AtomicFile, IoResultExt, PositionalFile};
+use binfmt_core::{AtomicFile, ByteSource, IoResultExt};
 use rayon::prelude::*;
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 use xxhash_rust::xxh64::xxh64;
 
 use crate::error::{Result, TaridxError};
@@ -56,16 +57,42 @@ pub fn keyhash(stem: &str) -> u64 {
     xxh64(stem.as_bytes(), 0)
 }
 
+/// A member with its name split and its stem hashed: the per-member work
+/// that does not depend on other members, done while shards are scanned.
+#[derive(Debug)]
+struct Prepared {
+    offset: u64,
+    size: u64,
+    split: StemAndExtension,
+    key: u64,
+}
+
+impl Prepared {
+    fn new(member: Member) -> Self {
+        let split = split_name(&member.name);
+        let key = keyhash(&split.stem);
+        Self {
+            offset: member.offset,
+            size: member.size,
+            split,
+            key,
+        }
+    }
+}
+
 /// The state of an index being built, member by member.
+///
+/// Every distinct stem is either the canonical stem of its hash or has a
+/// crash id, never both, so the number of distinct stems is the number of
+/// canonical stems plus the number of crash stems.
 #[derive(Debug, Default)]
 pub struct IndexBuilder {
     rows: Vec<Row>,
-    extension_ids: HashMap<String, u16>,
+    extension_ids: HashMap<String, u16, Xxh3DefaultBuilder>,
     extensions: Vec<String>,
-    canonical: HashMap<u64, String>,
-    crash_ids: HashMap<String, u32>,
+    canonical: HashMap<u64, String, Xxh3DefaultBuilder>,
+    crash_ids: HashMap<String, u32, Xxh3DefaultBuilder>,
     crash_stems: Vec<String>,
-    stems: HashSet<String>,
 }
 
 impl IndexBuilder {
@@ -75,21 +102,17 @@ impl IndexBuilder {
     }
 
     /// Adds the row of one member of shard `fid`.
-    pub fn add(&mut self, fid: u16, member: &Member) -> Result<()> {
-        let split = split_name(&member.name);
-        let key = keyhash(&split.stem);
-        self.add_with_key(fid, member, split, key)
+    pub fn add(&mut self, fid: u16, member: Member) -> Result<()> {
+        self.add_prepared(fid, Prepared::new(member))
     }
 
-    /// [`IndexBuilder::add`] with the key hash given, so tests can make
-    /// stems collide.
-    fn add_with_key(
-        &mut self,
-        fid: u16,
-        member: &Member,
-        split: StemAndExtension,
-        key: u64,
-    ) -> Result<()> {
+    fn add_prepared(&mut self, fid: u16, member: Prepared) -> Result<()> {
+        let Prepared {
+            offset,
+            size,
+            split,
+            key,
+        } = member;
         let StemAndExtension { stem, extension } = split;
         let extid = match self.extension_ids.get(&extension) {
             Some(&id) => id,
@@ -103,7 +126,7 @@ impl IndexBuilder {
         };
         let crashid = match self.canonical.get(&key) {
             None => {
-                self.canonical.insert(key, stem.clone());
+                self.canonical.insert(key, stem);
                 0
             }
             Some(canonical) if *canonical == stem => 0,
@@ -112,16 +135,15 @@ impl IndexBuilder {
                 None => {
                     let id = self.crash_stems.len() as u32 + 1;
                     self.crash_ids.insert(stem.clone(), id);
-                    self.crash_stems.push(stem.clone());
+                    self.crash_stems.push(stem);
                     id
                 }
             },
         };
-        self.stems.insert(stem);
         self.rows.push(Row {
             fid: U16::new(fid),
-            offset: U64::new(member.offset),
-            size: U64::new(member.size),
+            offset: U64::new(offset),
+            size: U64::new(size),
             extid: U16::new(extid),
             crashid: U32::new(crashid),
             keyhash: U64::new(key),
@@ -138,7 +160,7 @@ impl IndexBuilder {
     pub fn to_bytes(&self) -> Vec<u8> {
         let extension_block = self.extensions.join("\n");
         let crash_block = self.crash_stems.join("\n");
-        let n_stems = self.stems.len() as u64;
+        let n_stems = (self.canonical.len() + self.crash_stems.len()) as u64;
         let off_crash = u64::from(HEADER_SIZE) + extension_block.len() as u64;
         let off_arr = off_crash + crash_block.len() as u64;
         let contiguous = rows_contiguous(&self.rows, n_stems);
@@ -196,15 +218,16 @@ pub fn index_shards(
             count: shards.len(),
         });
     }
-    let scan_one = |path: &PathBuf| -> Result<Vec<Member>> {
-        let file = PositionalFile::open(path)?;
-        let members = tar::scan(&file).map_err(|(offset, problem)| TaridxError::Shard {
+    let scan_one = |path: &PathBuf| -> Result<Vec<Prepared>> {
+        let shard = ByteSource::open(path)?;
+        let members = tar::scan(&shard).map_err(|(offset, problem)| TaridxError::Shard {
             shard: path.clone(),
             offset,
             problem,
         })?;
+        let prepared = members.into_iter().map(Prepared::new).collect();
         on_shard_done();
-        Ok(members)
+        Ok(prepared)
     };
     let scan_all = || shards.par_iter().map(scan_one).collect::<Result<Vec<_>>>();
     let scanned = match options.jobs {
@@ -216,12 +239,13 @@ pub fn index_shards(
         None => scan_all()?,
     };
     let mut builder = IndexBuilder::new();
-    for (fid, members) in scanned.iter().enumerate() {
+    builder.rows.reserve(scanned.iter().map(Vec::len).sum());
+    for (fid, members) in scanned.into_iter().enumerate() {
         let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards {
             count: shards.len(),
         })?;
         for member in members {
-            builder.add(fid, member)?;
+            builder.add_prepared(fid, member)?;
         }
     }
     Ok(builder)
@@ -318,7 +342,7 @@ mod tests {
             .iter()
             .enumerate()
         {
-            builder.add(0, &member(name, i as u64 * 1024)).unwrap();
+            builder.add(0, member(name, i as u64 * 1024)).unwrap();
         }
         let extids: Vec<u16> = builder.rows().iter().map(|r| r.extid.get()).collect();
         assert_eq!(extids, [0, 1, 1, 0, 2]);
@@ -344,10 +368,9 @@ mod tests {
         .iter()
         .enumerate()
         {
-            let member = member(name, i as u64 * 1024);
-            builder
-                .add_with_key(0, &member, split_name(&member.name), 42)
-                .unwrap();
+            let mut prepared = Prepared::new(member(name, i as u64 * 1024));
+            prepared.key = 42;
+            builder.add_prepared(0, prepared).unwrap();
         }
         let crashids: Vec<u32> = builder.rows().iter().map(|r| r.crashid.get()).collect();
         assert_eq!(crashids, [0, 1, 0, 2, 1]);
