@@ -74,8 +74,10 @@ def variety(out):
             ("dir/one.block.BIN", 512),
             ("dir/two.blocks.bin", 1024),
             (long_dir + "prefixed.jpg", 33),
+            ("split/across.jpg", 64),
         ]),
         "gnu_0001.tar": (tarfile.GNU_FORMAT, [
+            ("split/across.json", 9),
             ("g", None, None, tarfile.DIRTYPE),
             (long_dir + long_dir + "gnu_long_name.json", 77),
             ("g/plain.JPEG", 1500),

@@ -175,6 +175,17 @@ fn payloads_through_the_dataset() {
         dataset.payload(&rows[0]).unwrap(),
         dataset.read_payload(&rows[0]).unwrap().as_slice()
     );
+    // A stem split across two shards is one sample whose rows are in both.
+    let split = dataset.lookup("across");
+    let fids: Vec<u16> = split.iter().map(|row| row.fid.get()).collect();
+    assert_eq!(fids, [0, 1]);
+    let positions: Vec<usize> = split
+        .iter()
+        .map(|row| dataset.rows().iter().position(|r| r == row).unwrap())
+        .collect();
+    assert_eq!(positions[0] + 1, positions[1], "adjacent rows: one run");
+    // "empty" is a stem in shards 0 and 2 (dir/empty.txt, p/empty): two runs.
+    assert!(!dataset.is_contiguous());
     let two_blocks = &dataset.lookup("two")[0];
     assert_eq!(
         dataset.member_name(two_blocks).unwrap(),
