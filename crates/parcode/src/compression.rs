@@ -1,0 +1,124 @@
+//! Chunk payload compression, framed as the reference's `lz4_flex` feature
+//! frames it: the uncompressed size as a little-endian u32, then one LZ4
+//! block.
+
+use std::borrow::Cow;
+
+use crate::error::{ParError, Result};
+
+/// LZ4 never expands less than this: a block of `n` bytes decodes to at most
+/// `255 n + 16` bytes, so a larger stated size is refused before allocating.
+const LZ4_MAX_RATIO: u64 = 255;
+
+/// A chunk payload's compression.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Compression {
+    /// Stored as is (id 0).
+    #[default]
+    None,
+    /// LZ4 block with its size prepended (id 1).
+    Lz4,
+}
+
+impl Compression {
+    /// The id stored in the meta byte.
+    pub fn id(self) -> u8 {
+        match self {
+            Self::None => 0,
+            Self::Lz4 => 1,
+        }
+    }
+
+    /// The compression with meta-byte id `id`, for the chunk at `offset`.
+    pub fn from_id(id: u8, offset: u64) -> Result<Self> {
+        match id {
+            0 => Ok(Self::None),
+            1 => Ok(Self::Lz4),
+            _ => Err(ParError::UnknownCompression { offset, id }),
+        }
+    }
+
+    /// Compresses a payload.
+    pub fn compress(self, payload: &[u8]) -> Result<Vec<u8>> {
+        match self {
+            Self::None => Ok(payload.to_vec()),
+            Self::Lz4 => {
+                u32::try_from(payload.len()).map_err(|_| ParError::Encode {
+                    what: "LZ4 payload",
+                    why: format!("{} bytes exceed the u32 size prefix", payload.len()),
+                })?;
+                Ok(lz4_flex::compress_prepend_size(payload))
+            }
+        }
+    }
+
+    /// Decompresses the payload of the chunk at `offset`, borrowing it when
+    /// it is stored as is.
+    pub fn decompress(self, stored: &[u8], offset: u64) -> Result<Cow<'_, [u8]>> {
+        match self {
+            Self::None => Ok(Cow::Borrowed(stored)),
+            Self::Lz4 => {
+                let lz4 = |why: String| ParError::Lz4 { offset, why };
+                let (size, block) = stored.split_first_chunk::<4>().ok_or_else(|| {
+                    lz4(format!(
+                        "{} bytes, too short for the size prefix",
+                        stored.len()
+                    ))
+                })?;
+                let size = u64::from(u32::from_le_bytes(*size));
+                if size > LZ4_MAX_RATIO * block.len() as u64 + 16 {
+                    return Err(lz4(format!(
+                        "a {}-byte block cannot hold the {size} bytes it claims",
+                        block.len()
+                    )));
+                }
+                let mut out = vec![0; size as usize];
+                let written = lz4_flex::block::decompress_into(block, &mut out)
+                    .map_err(|error| lz4(error.to_string()))?;
+                if written as u64 != size {
+                    return Err(lz4(format!(
+                        "decompressed to {written} bytes, expected {size}"
+                    )));
+                }
+                Ok(Cow::Owned(out))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lz4_round_trip_and_framing() {
+        let data = b"abcabcabcabcabcabcabcabc".repeat(10);
+        let stored = Compression::Lz4.compress(&data).unwrap();
+        assert_eq!(&stored[..4], &(data.len() as u32).to_le_bytes());
+        assert_eq!(
+            &*Compression::Lz4.decompress(&stored, 0).unwrap(),
+            &data[..]
+        );
+    }
+
+    #[test]
+    fn hostile_lz4_sizes_are_refused_without_allocating() {
+        let mut stored = u32::MAX.to_le_bytes().to_vec();
+        stored.extend_from_slice(&[0x10, b'a']);
+        assert!(matches!(
+            Compression::Lz4.decompress(&stored, 7),
+            Err(ParError::Lz4 { offset: 7, .. })
+        ));
+        let good = Compression::Lz4.compress(&[1u8; 1000]).unwrap();
+        assert!(
+            Compression::Lz4
+                .decompress(&good[..good.len() - 1], 0)
+                .is_err()
+        );
+        assert!(Compression::Lz4.decompress(&[1, 0], 0).is_err());
+        assert!(matches!(
+            Compression::from_id(2, 9),
+            Err(ParError::UnknownCompression { offset: 9, id: 2 })
+        ));
+    }
+}
