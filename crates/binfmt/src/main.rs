@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "binfmt",
     version,
-    after_help = "Examples:\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg"
+    after_help = "Examples:\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +30,8 @@ enum Command {
     Kast(cmd::kast::Command),
     #[command(subcommand)]
     Taridx(cmd::taridx::Command),
+    #[command(subcommand)]
+    Par4(cmd::par4::Command),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Command::Sniff(args) => cmd::sniff::run(&args),
         Command::Kast(command) => cmd::kast::run(&command),
         Command::Taridx(command) => cmd::taridx::run(&command),
+        Command::Par4(command) => cmd::par4::run(&command),
     };
     match outcome {
         Ok(status) => status.into(),

@@ -258,6 +258,22 @@ impl<'a> Chunk<'a> {
             .unwrap_or_default()
     }
 
+    /// The payload's size once decompressed, read from the LZ4 size prefix
+    /// without decompressing.
+    pub fn payload_len(&self) -> Result<u64> {
+        let stored = self.stored_payload();
+        match self.compression {
+            Compression::None => Ok(stored.len() as u64),
+            Compression::Lz4 => stored
+                .first_chunk::<4>()
+                .map(|size| u64::from(u32::from_le_bytes(*size)))
+                .ok_or_else(|| ParError::Lz4 {
+                    offset: self.offset,
+                    why: "too short for the size prefix".into(),
+                }),
+        }
+    }
+
     /// The payload, decompressed: a slice of the file when stored as is.
     pub fn payload(&self) -> Result<Cow<'a, [u8]>> {
         self.compression

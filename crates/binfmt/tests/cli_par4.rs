@@ -1,0 +1,102 @@
+//! `binfmt par4 ...`, run as a real process.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use parcode::{ChunkGraph, Compression};
+
+fn binfmt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_binfmt"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A Vec of 30 u64 in 3 shards, LZ4-compressed.
+fn sample(dir: &Path) -> std::path::PathBuf {
+    let mut graph = ChunkGraph::new();
+    let items: Vec<u64> = (0..30).collect();
+    let root = graph.vec_with_shard_len(&items, 10).unwrap();
+    let path = dir.join("vec.par4");
+    graph.write_file(root, Compression::Lz4, &path).unwrap();
+    path
+}
+
+#[test]
+fn inspect_prints_the_chunk_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = sample(dir.path());
+    let output = binfmt(&["par4", "inspect", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let lines: Vec<String> = text(&output.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert!(
+        lines[1].starts_with("chunk @")
+            && lines[1].contains("lz4")
+            && lines[1].ends_with(", 3 children")
+    );
+    // Each shard: 10 u64 as bincode (varint length 10, then values 0..9 or 10..29 in one byte each).
+    assert!(
+        lines[2].starts_with("  chunk @0 ") && lines[2].contains("payload 11 B"),
+        "{}",
+        lines[2]
+    );
+
+    let json: serde_json::Value = serde_json::from_slice(
+        &binfmt(&["par4", "inspect", "--json", path.to_str().unwrap()]).stdout,
+    )
+    .unwrap();
+    assert_eq!(json["compression"], "lz4");
+    assert_eq!(json["children"].as_array().unwrap().len(), 3);
+    assert_eq!(json["children"][0]["payload_bytes"], 11);
+    assert_eq!(json["children"][0]["offset"], 0);
+}
+
+#[test]
+fn verify_and_its_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = sample(dir.path());
+    let ok = binfmt(&["par4", "verify", path.to_str().unwrap()]);
+    assert!(ok.status.success());
+    assert!(text(&ok.stdout).contains("ok, 4 chunks, "));
+
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The first shard's LZ4 size prefix claims far more than its block holds.
+    // (PAR4 has no checksums: a flipped byte inside a block can still decode.)
+    bytes[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let bad = dir.path().join("bad.par4");
+    std::fs::write(&bad, &bytes).unwrap();
+    let output = binfmt(&["par4", "verify", bad.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).starts_with(&format!("binfmt: {}: chunk at 0", bad.display())),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let not_par4 = binfmt(&["par4", "inspect", "Cargo.toml"]);
+    assert_eq!(not_par4.status.code(), Some(1));
+    assert_eq!(binfmt(&["par4", "inspect"]).status.code(), Some(2));
+}
+
+#[test]
+fn every_subcommand_has_examples() {
+    for command in ["inspect", "verify"] {
+        assert!(
+            text(&binfmt(&["par4", command, "--help"]).stdout).contains("Examples:"),
+            "{command}"
+        );
+    }
+}
