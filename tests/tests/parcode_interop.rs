@@ -177,8 +177,8 @@ fn reference_structs_read_lazily_field_by_field() {
     }
 }
 
-fn our_bytes(
-    build: impl FnOnce(&mut ChunkGraph) -> binfmt_parcode::NodeId,
+fn our_bytes<'a>(
+    build: impl FnOnce(&mut ChunkGraph<'a>) -> binfmt_parcode::NodeId,
     compression: Compression,
 ) -> Vec<u8> {
     let mut graph = ChunkGraph::new();

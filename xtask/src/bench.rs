@@ -307,7 +307,7 @@ fn ratio(theirs: Duration, ours: Duration) -> f64 {
     theirs.as_secs_f64() / ours.as_secs_f64().max(1e-9)
 }
 
-fn show(duration: Duration) -> String {
+pub fn show(duration: Duration) -> String {
     let seconds = duration.as_secs_f64();
     if seconds >= 1.0 {
         format!("{seconds:.2} s")

@@ -1,6 +1,6 @@
 //! Project automation, run as `cargo xtask <task>`.
 //!
-//! - `bench kast|taridx`: this project's code next to the reference implementation.
+//! - `bench kast|par4|taridx`: this project's code next to the reference implementation.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
 //!   indexer, the `arcx` 0.3.0 tool), with `reference/make_reference_fixtures.py`.
@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
+mod bench_par4;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask")]
@@ -52,6 +53,7 @@ enum Task {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum BenchFormat {
     Kast,
+    Par4,
     Taridx,
 }
 
@@ -64,6 +66,11 @@ fn main() -> ExitCode {
             dir,
             ..
         } => bench::kast(&python, &dir),
+        Task::Bench {
+            format: BenchFormat::Par4,
+            dir,
+            ..
+        } => bench_par4::run(&dir.join("par4")),
         Task::Bench {
             format: BenchFormat::Taridx,
             python,

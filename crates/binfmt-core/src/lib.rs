@@ -14,12 +14,14 @@
 //! - [`source`]: [`ByteSource`], a whole file mapped or read into memory, and
 //!   [`PositionalFile`] for positional reads;
 //! - [`atomic`]: [`AtomicFile`], output that appears whole or not at all;
+//! - [`io`]: [`io::write_all_vectored`], a record's parts in one write;
 //! - [`error`]: [`Error`], the one error type, whose variants say what is
 //!   wrong and where.
 
 pub mod atomic;
 pub mod cursor;
 pub mod error;
+pub mod io;
 pub mod layout;
 pub mod range;
 pub mod source;

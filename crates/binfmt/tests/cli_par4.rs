@@ -26,8 +26,8 @@ fn text(bytes: &[u8]) -> String {
 
 /// A Vec of 30 u64 in 3 shards, LZ4-compressed.
 fn sample(dir: &Path) -> std::path::PathBuf {
-    let mut graph = ChunkGraph::new();
     let items: Vec<u64> = (0..30).collect();
+    let mut graph = ChunkGraph::new();
     let root = graph.vec_with_shard_len(&items, 10).unwrap();
     let path = dir.join("vec.par4");
     graph.write_file(root, Compression::Lz4, &path).unwrap();

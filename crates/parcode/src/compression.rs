@@ -38,16 +38,16 @@ impl Compression {
         }
     }
 
-    /// Compresses a payload.
-    pub fn compress(self, payload: &[u8]) -> Result<Vec<u8>> {
+    /// Compresses a payload (borrowing it when stored as is).
+    pub fn compress(self, payload: &[u8]) -> Result<Cow<'_, [u8]>> {
         match self {
-            Self::None => Ok(payload.to_vec()),
+            Self::None => Ok(Cow::Borrowed(payload)),
             Self::Lz4 => {
                 u32::try_from(payload.len()).map_err(|_| ParError::Encode {
                     what: "LZ4 payload",
                     why: format!("{} bytes exceed the u32 size prefix", payload.len()),
                 })?;
-                Ok(lz4_flex::compress_prepend_size(payload))
+                Ok(Cow::Owned(lz4_flex::compress_prepend_size(payload)))
             }
         }
     }

@@ -55,7 +55,7 @@ pub use structure::{StructFields, StructReader};
 pub use vec::LazyVec;
 pub use writer::{ChunkGraph, NodeId};
 
-impl ChunkGraph {
+impl ChunkGraph<'_> {
     /// Adds a single value as one chunk (the reference's layout for
     /// primitives, strings, and maps saved directly).
     pub fn value<T: serde::Serialize + ?Sized>(&mut self, value: &T) -> Result<NodeId> {

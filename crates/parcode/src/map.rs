@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::codec::{decode, encode, hash_key};
+use crate::codec::{decode, encode, encode_into, hash_key};
 use crate::error::{ParError, Result};
 use crate::reader::Chunk;
 use crate::writer::{ChunkGraph, NodeId};
@@ -49,15 +49,7 @@ const MAX_BUCKETS: usize = 1024;
 /// Bucket header: count u32 and 4 zero bytes.
 const BUCKET_HEADER: usize = 8;
 
-/// One map entry, encoded, with the hash that places it.
-#[derive(Debug)]
-struct EncodedEntry {
-    hash: u64,
-    key: Vec<u8>,
-    value: Vec<u8>,
-}
-
-impl ChunkGraph {
+impl ChunkGraph<'_> {
     /// Adds a map in `layout`.
     pub fn map<'m, K, V, I>(&mut self, entries: I, layout: MapLayout) -> Result<NodeId>
     where
@@ -65,41 +57,50 @@ impl ChunkGraph {
         V: Serialize + Sync + 'm,
         I: IntoIterator<Item = (&'m K, &'m V)>,
     {
-        let mut encoded: Vec<EncodedEntry> = entries
-            .into_iter()
-            .map(|(key, value)| {
-                Ok(EncodedEntry {
-                    hash: hash_key(key),
-                    key: encode(key, "map key")?,
-                    value: encode(value, "map value")?,
-                })
+        let entries: Vec<(&K, &V)> = entries.into_iter().collect();
+        let hashes: Vec<u64> = entries.par_iter().map(|(key, _)| hash_key(*key)).collect();
+        let hash_of = |entry: usize| hashes.get(entry).copied().unwrap_or_default();
+        // Order by hash; equal hashes (rare) by encoded key. A key that fails
+        // to encode sorts first here and reports its error when encoded below.
+        let by_hash_then_key = |a: &usize, b: &usize| {
+            hash_of(*a).cmp(&hash_of(*b)).then_with(|| {
+                let key = |entry: usize| {
+                    entries
+                        .get(entry)
+                        .map(|(key, _)| encode(*key, "map key").unwrap_or_default())
+                };
+                key(*a).cmp(&key(*b))
             })
-            .collect::<Result<_>>()?;
-        encoded.sort_unstable_by(|a, b| (a.hash, &a.key).cmp(&(b.hash, &b.key)));
+        };
         match layout {
             MapLayout::Inline => {
-                let mut payload = encode(&(encoded.len() as u64), "map length")?;
-                for entry in &encoded {
-                    payload.extend_from_slice(&entry.key);
-                    payload.extend_from_slice(&entry.value);
+                let mut order: Vec<usize> = (0..entries.len()).collect();
+                order.par_sort_unstable_by(by_hash_then_key);
+                let mut payload = encode(&(entries.len() as u64), "map length")?;
+                for (key, value) in order.iter().filter_map(|&entry| entries.get(entry)) {
+                    encode_into(*key, &mut payload, "map key")?;
+                    encode_into(*value, &mut payload, "map value")?;
                 }
                 self.add(payload, Vec::new())
             }
             MapLayout::Buckets => {
-                let buckets = if encoded.is_empty() {
+                let buckets = if entries.is_empty() {
                     0
                 } else {
-                    (encoded.len() / ITEMS_PER_BUCKET).clamp(1, MAX_BUCKETS)
+                    (entries.len() / ITEMS_PER_BUCKET).clamp(1, MAX_BUCKETS)
                 };
-                let mut members: Vec<Vec<&EncodedEntry>> = vec![Vec::new(); buckets];
-                for entry in &encoded {
-                    if let Some(bucket) = members.get_mut((entry.hash % buckets as u64) as usize) {
+                let mut members: Vec<Vec<usize>> = vec![Vec::new(); buckets];
+                for (entry, hash) in hashes.iter().enumerate() {
+                    if let Some(bucket) = members.get_mut((hash % buckets as u64) as usize) {
                         bucket.push(entry);
                     }
                 }
                 let payloads: Vec<Vec<u8>> = members
-                    .par_iter()
-                    .map(|bucket| bucket_payload(bucket))
+                    .par_iter_mut()
+                    .map(|bucket| {
+                        bucket.sort_unstable_by(by_hash_then_key);
+                        bucket_payload(bucket, &entries, &hashes)
+                    })
                     .collect::<Result<_>>()?;
                 let children = payloads
                     .into_iter()
@@ -111,31 +112,42 @@ impl ChunkGraph {
     }
 }
 
-fn bucket_payload(entries: &[&EncodedEntry]) -> Result<Vec<u8>> {
-    if entries.is_empty() {
+/// A bucket's payload: its entries (indices into `entries`, in order) with
+/// their hashes, offsets, and the encoded entries.
+fn bucket_payload<K: Serialize, V: Serialize>(
+    bucket: &[usize],
+    entries: &[(&K, &V)],
+    hashes: &[u64],
+) -> Result<Vec<u8>> {
+    if bucket.is_empty() {
         return Ok(Vec::new());
     }
     let too_big = |what: &str| ParError::Encode {
         what: "map bucket",
         why: format!("{what} exceeds u32"),
     };
-    let count = u32::try_from(entries.len()).map_err(|_| too_big("entry count"))?;
-    let mut payload = Vec::new();
+    let count = u32::try_from(bucket.len()).map_err(|_| too_big("entry count"))?;
+    let mut blob = Vec::new();
+    let mut offsets = Vec::with_capacity(bucket.len() * 4);
+    let mut hash_table = Vec::with_capacity(bucket.len() * 8);
+    for &entry in bucket {
+        let (key, value) = entries.get(entry).ok_or_else(|| too_big("entry index"))?;
+        hash_table.extend_from_slice(&hashes.get(entry).copied().unwrap_or_default().to_le_bytes());
+        offsets.extend_from_slice(
+            &u32::try_from(blob.len())
+                .map_err(|_| too_big("bucket data"))?
+                .to_le_bytes(),
+        );
+        encode_into(*key, &mut blob, "map key")?;
+        encode_into(*value, &mut blob, "map value")?;
+    }
+    let mut payload =
+        Vec::with_capacity(BUCKET_HEADER + hash_table.len() + offsets.len() + blob.len());
     payload.extend_from_slice(&count.to_le_bytes());
     payload.extend_from_slice(&[0; 4]);
-    for entry in entries {
-        payload.extend_from_slice(&entry.hash.to_le_bytes());
-    }
-    let mut position = 0usize;
-    for entry in entries {
-        let offset = u32::try_from(position).map_err(|_| too_big("bucket data"))?;
-        payload.extend_from_slice(&offset.to_le_bytes());
-        position += entry.key.len() + entry.value.len();
-    }
-    for entry in entries {
-        payload.extend_from_slice(&entry.key);
-        payload.extend_from_slice(&entry.value);
-    }
+    payload.extend_from_slice(&hash_table);
+    payload.extend_from_slice(&offsets);
+    payload.extend_from_slice(&blob);
     Ok(payload)
 }
 
@@ -218,12 +230,15 @@ where
             .child((hash % u64::from(self.buckets)) as u32)?;
         let payload = bucket.payload()?;
         let view = Bucket::parse(&payload, bucket.offset())?;
-        for index in 0..view.count {
-            if view.hash(index) == hash {
-                let (stored, value): (K, V) = view.entry(index)?;
-                if stored.borrow() == key {
-                    return Ok(Some(value));
-                }
+        // This writer sorts buckets by hash, so a search finds the
+        // candidates; buckets written elsewhere may be in any order, so a
+        // miss falls back to scanning every hash.
+        let first = sorted_position(view.count, hash, |index| view.hash(index));
+        let sorted_candidates = (first..view.count).take_while(|&index| view.hash(index) == hash);
+        for index in sorted_candidates.chain(view.matching(hash)) {
+            let (stored, value): (K, V) = view.entry(index)?;
+            if stored.borrow() == key {
+                return Ok(Some(value));
             }
         }
         Ok(None)
@@ -267,12 +282,57 @@ where
     }
 }
 
-/// A bucket payload with its tables checked against its length.
+/// The first index in `0..len` whose hash is not below `target`, for hashes
+/// in ascending order. Hashes are uniform over 64 bits, so the target's
+/// share of the range predicts its position: the search starts there,
+/// gallops outward until it brackets the target, then bisects. It usually
+/// reads a few neighbouring hashes, one page of the table, where a plain
+/// binary search would touch pages across all of it.
+fn sorted_position(len: u32, target: u64, hash_at: impl Fn(u32) -> u64) -> u32 {
+    if len == 0 {
+        return 0;
+    }
+    let guess = ((u128::from(target) * u128::from(len)) >> 64) as u32;
+    let (mut low, mut high);
+    if hash_at(guess) < target {
+        // The answer is above the guess: gallop up.
+        (low, high) = (guess + 1, guess + 1);
+        let mut step = 1;
+        while high < len && hash_at(high) < target {
+            low = high + 1;
+            high = high.saturating_add(step).min(len);
+            step = step.saturating_mul(2);
+        }
+    } else {
+        // The answer is at or below the guess: gallop down.
+        (low, high) = (guess, guess);
+        let mut step = 1;
+        while low > 0 && hash_at(low - 1) >= target {
+            high = low - 1;
+            low = low.saturating_sub(step);
+            step = step.saturating_mul(2);
+        }
+    }
+    // Now every index below `low` is below target and `high` is not (or is len).
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if hash_at(middle) < target {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
+}
+
+/// A bucket payload, split into its tables after checking their sizes
+/// against the payload's length.
 struct Bucket<'p> {
-    payload: &'p [u8],
     offset: u64,
     count: u32,
-    data_start: usize,
+    hashes: &'p [u8],
+    offsets: &'p [u8],
+    data: &'p [u8],
 }
 
 impl<'p> Bucket<'p> {
@@ -280,20 +340,20 @@ impl<'p> Bucket<'p> {
         if payload.len() < BUCKET_HEADER {
             // The reference writes an empty bucket as an empty payload.
             return Ok(Self {
-                payload,
                 offset,
                 count: 0,
-                data_start: 0,
+                hashes: &[],
+                offsets: &[],
+                data: &[],
             });
         }
         let count = payload
             .first_chunk::<4>()
             .map_or(0, |bytes| u32::from_le_bytes(*bytes));
-        let data_start = (count as usize)
+        let tables = (count as usize)
             .checked_mul(12)
-            .and_then(|tables| tables.checked_add(BUCKET_HEADER))
-            .filter(|&end| end <= payload.len());
-        let data_start = data_start.ok_or_else(|| ParError::Payload {
+            .filter(|&tables| tables <= payload.len() - BUCKET_HEADER);
+        let too_short = || ParError::Payload {
             offset,
             what: "map bucket",
             why: format!(
@@ -301,34 +361,51 @@ impl<'p> Bucket<'p> {
                 u64::from(count) * 12 + 8,
                 payload.len()
             ),
-        })?;
+        };
+        let tables = tables.ok_or_else(too_short)?;
+        let rest = payload.get(BUCKET_HEADER..).ok_or_else(too_short)?;
+        let (hashes, rest) = rest.split_at(tables / 12 * 8);
+        let (offsets, data) = rest.split_at(tables / 12 * 4);
         Ok(Self {
-            payload,
             offset,
             count,
-            data_start,
+            hashes,
+            offsets,
+            data,
         })
     }
 
     fn hash(&self, index: u32) -> u64 {
-        let at = BUCKET_HEADER + index as usize * 8;
-        self.payload
-            .get(at..)
-            .and_then(|rest| rest.first_chunk::<8>())
+        let at = index as usize * 8;
+        self.hashes
+            .get(at..at + 8)
+            .and_then(|bytes| bytes.first_chunk::<8>())
             .map_or(0, |bytes| u64::from_le_bytes(*bytes))
     }
 
+    /// Indices whose hash is `target`, in table order.
+    fn matching(&self, target: u64) -> impl Iterator<Item = u32> + '_ {
+        self.hashes
+            .chunks_exact(8)
+            .enumerate()
+            .filter(move |(_, bytes)| {
+                bytes
+                    .first_chunk::<8>()
+                    .is_some_and(|bytes| u64::from_le_bytes(*bytes) == target)
+            })
+            .map(|(index, _)| index as u32)
+    }
+
     fn entry<K: DeserializeOwned, V: DeserializeOwned>(&self, index: u32) -> Result<(K, V)> {
-        let at = BUCKET_HEADER + self.count as usize * 8 + index as usize * 4;
+        let at = index as usize * 4;
         let relative = self
-            .payload
-            .get(at..)
-            .and_then(|rest| rest.first_chunk::<4>())
+            .offsets
+            .get(at..at + 4)
+            .and_then(|bytes| bytes.first_chunk::<4>())
             .map_or(0, |bytes| u32::from_le_bytes(*bytes));
         let data = self
-            .data_start
-            .checked_add(relative as usize)
-            .and_then(|start| self.payload.get(start..))
+            .data
+            .get(relative as usize..)
             .ok_or_else(|| ParError::Payload {
                 offset: self.offset,
                 what: "map bucket",
@@ -385,6 +462,33 @@ mod tests {
             first.to_bytes(a, Compression::None).unwrap(),
             second.to_bytes(b, Compression::None).unwrap()
         );
+    }
+
+    #[test]
+    fn sorted_position_matches_a_linear_search() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        for len in [0usize, 1, 2, 3, 10, 100, 2000] {
+            let mut hashes: Vec<u64> = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state
+                })
+                .collect();
+            hashes.sort_unstable();
+            if len > 4 {
+                hashes[2] = hashes[3]; // a duplicate
+            }
+            let mut targets: Vec<u64> = hashes.clone();
+            targets.extend([0, 1, u64::MAX, u64::MAX / 2]);
+            targets.extend(hashes.iter().map(|h| h.wrapping_add(1)));
+            for target in targets {
+                let expected = hashes.iter().position(|&h| h >= target).unwrap_or(len) as u32;
+                let found = sorted_position(len as u32, target, |i| hashes[i as usize]);
+                assert_eq!(found, expected, "len {len} target {target}");
+            }
+        }
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl StructFields {
     }
 
     /// Adds the struct's chunk to `graph`.
-    pub fn finish(&mut self, graph: &mut ChunkGraph) -> Result<NodeId> {
+    pub fn finish(&mut self, graph: &mut ChunkGraph<'_>) -> Result<NodeId> {
         graph.add(
             std::mem::take(&mut self.payload),
             std::mem::take(&mut self.children),

@@ -9,10 +9,12 @@
 //! `repeat` consecutive shards hold `item_count` items each; the runs cover
 //! the children in order.
 
+use std::fmt;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::codec::{decode, encode, encode_into};
@@ -33,29 +35,36 @@ struct ShardRun {
 /// depend on the machine.
 const TARGET_SHARD_BYTES: usize = 128 * 1024;
 
-impl ChunkGraph {
+impl<'g> ChunkGraph<'g> {
     /// Adds `items` as a container with shards of about 128 KiB, encoded in
     /// parallel.
-    pub fn vec<T: Serialize + Sync>(&mut self, items: &[T]) -> Result<NodeId> {
-        let sample = items.get(..items.len().min(8)).unwrap_or_default();
-        let sample_bytes = encode(sample, "Vec sample")?.len().saturating_sub(1).max(1);
-        let per_item = (sample_bytes / sample.len().max(1)).max(1);
-        self.vec_with_shard_len(items, (TARGET_SHARD_BYTES / per_item).max(1))
+    pub fn vec<T: Serialize + Sync>(&mut self, items: &'g [T]) -> Result<NodeId> {
+        let per_item = encoded_item_size(items)?;
+        self.sharded(items, (TARGET_SHARD_BYTES / per_item).max(1), per_item)
     }
 
     /// Adds `items` as a container with `shard_len` items per shard (the
     /// last shard may hold fewer).
     pub fn vec_with_shard_len<T: Serialize + Sync>(
         &mut self,
-        items: &[T],
+        items: &'g [T],
         shard_len: usize,
     ) -> Result<NodeId> {
+        let per_item = encoded_item_size(items)?;
+        self.sharded(items, shard_len, per_item)
+    }
+
+    /// `items` in shards of `shard_len`; each shard is encoded when the
+    /// file is written, into a buffer sized for `per_item` bytes an item.
+    fn sharded<T: Serialize + Sync>(
+        &mut self,
+        items: &'g [T],
+        shard_len: usize,
+        per_item: usize,
+    ) -> Result<NodeId> {
         let shard_len = shard_len.max(1);
-        let shards: Vec<Vec<u8>> = items
-            .par_chunks(shard_len)
-            .map(|shard| encode(shard, "Vec shard"))
-            .collect::<Result<_>>()?;
         let mut runs: Vec<ShardRun> = Vec::new();
+        let mut children = Vec::with_capacity(items.len().div_ceil(shard_len));
         for shard in items.chunks(shard_len) {
             let count = u32::try_from(shard.len()).map_err(|_| ParError::Encode {
                 what: "Vec shard",
@@ -68,15 +77,25 @@ impl ChunkGraph {
                     repeat: 1,
                 }),
             }
+            let encode_shard = move || {
+                let mut buffer =
+                    Vec::with_capacity(shard.len().saturating_mul(per_item).saturating_add(16));
+                encode_into(shard, &mut buffer, "Vec shard")?;
+                Ok(buffer)
+            };
+            children.push(self.add_deferred(encode_shard, Vec::new())?);
         }
         let mut payload = (items.len() as u64).to_le_bytes().to_vec();
         encode_into(&runs, &mut payload, "Vec shard runs")?;
-        let children = shards
-            .into_iter()
-            .map(|shard| self.add(shard, Vec::new()))
-            .collect::<Result<Vec<_>>>()?;
         self.add(payload, children)
     }
+}
+
+/// The encoded size of an item, estimated from the first 8 (at least 1).
+fn encoded_item_size<T: Serialize>(items: &[T]) -> Result<usize> {
+    let sample = items.get(..items.len().min(8)).unwrap_or_default();
+    let sample_bytes = encode(sample, "Vec sample")?.len().saturating_sub(1).max(1);
+    Ok((sample_bytes / sample.len().max(1)).max(1))
 }
 
 /// A `Vec<T>` in a PAR4 file, read on demand: the length without touching
@@ -175,13 +194,19 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
             );
         }
         let (shard, local) = self.locate(index)?;
-        self.shard(shard)?
-            .into_iter()
-            .nth(local)
-            .ok_or(ParError::IndexOutOfRange {
-                index,
-                len: self.len,
-            })
+        let chunk = self.container.child(shard)?;
+        let payload = chunk.payload()?;
+        bincode::serde::seed_decode_from_slice(
+            NthItem::<T>::new(local),
+            &payload,
+            bincode::config::standard(),
+        )
+        .map(|(item, _)| item)
+        .map_err(|error| ParError::Payload {
+            offset: chunk.offset(),
+            what: "Vec shard",
+            why: error.to_string(),
+        })
     }
 
     /// Shard and position in the shard of item `index` (< len).
@@ -255,22 +280,162 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         })
     }
 
-    /// Every item, decoding the shards in parallel.
-    pub fn load(&self) -> Result<Vec<T>>
-    where
-        T: Send,
-    {
+    /// Every item, decoding the shards in parallel straight into the
+    /// result.
+    pub fn load(&self) -> Result<Vec<T>> {
         if self.inline {
             return self.inline_items();
         }
-        let shards: Vec<Vec<T>> = (0..self.shard_count())
+        let offset = self.container.offset();
+        let too_many = |why: String| ParError::Payload {
+            offset,
+            what: "Vec container",
+            why,
+        };
+        let len = usize::try_from(self.len).map_err(|_| {
+            too_many(format!(
+                "{} items exceed this host's address space",
+                self.len
+            ))
+        })?;
+        if size_of::<T>() > 0 {
+            // An item takes at least one encoded byte: a count beyond the
+            // shards' bytes is refused before anything is allocated by it.
+            let mut bytes = 0u64;
+            for shard in self.container.children() {
+                bytes += shard?.payload_len()?;
+            }
+            if self.len > bytes {
+                return Err(too_many(format!(
+                    "{} items cannot fit in {bytes} bytes of shards",
+                    self.len
+                )));
+            }
+        }
+        let mut items: Vec<T> = Vec::with_capacity(len);
+        let mut rest = items
+            .spare_capacity_mut()
+            .get_mut(..len)
+            .unwrap_or_default();
+        let mut shard_slots = Vec::with_capacity(self.container.child_count() as usize);
+        for run in &self.runs {
+            for _ in 0..run.repeat {
+                let (slots, tail) = rest.split_at_mut((run.item_count as usize).min(rest.len()));
+                shard_slots.push(slots);
+                rest = tail;
+            }
+        }
+        shard_slots
             .into_par_iter()
-            .map(|shard| self.shard(shard))
-            .collect::<Result<_>>()?;
-        let mut items = Vec::with_capacity(shards.iter().map(Vec::len).sum());
-        for shard in shards {
-            items.extend(shard);
+            .enumerate()
+            .try_for_each(|(shard, slots)| self.decode_shard_into(shard as u32, slots))?;
+        #[allow(unsafe_code)]
+        // SAFETY: the runs sum to `len` (checked in `new`), so the shard
+        // slices above partition the first `len` slots of the spare
+        // capacity; every shard decoder returned Ok, and a decoder returns
+        // Ok only after writing every slot of its slice. So slots 0..len
+        // are initialized. (On an error we return before this point; the
+        // items already written are leaked, never read.)
+        unsafe {
+            items.set_len(len);
         }
         Ok(items)
+    }
+
+    fn decode_shard_into(&self, shard: u32, slots: &mut [MaybeUninit<T>]) -> Result<()> {
+        let chunk = self.container.child(shard)?;
+        let payload = chunk.payload()?;
+        bincode::serde::seed_decode_from_slice(
+            IntoSlots { slots },
+            &payload,
+            bincode::config::standard(),
+        )
+        .map(|_| ())
+        .map_err(|error| ParError::Payload {
+            offset: chunk.offset(),
+            what: "Vec shard",
+            why: error.to_string(),
+        })
+    }
+}
+
+/// Decodes a shard's items into exactly `slots.len()` slots, failing unless
+/// the shard holds exactly that many.
+struct IntoSlots<'s, T> {
+    slots: &'s mut [MaybeUninit<T>],
+}
+
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for IntoSlots<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for IntoSlots<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a shard of {} items", self.slots.len())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let expected = self.slots.len();
+        if let Some(found) = seq.size_hint().filter(|&found| found != expected) {
+            return Err(A::Error::invalid_length(found, &self));
+        }
+        for (written, slot) in self.slots.iter_mut().enumerate() {
+            let item = seq.next_element::<T>()?.ok_or_else(|| {
+                A::Error::invalid_length(written, &"as many items as the run table says")
+            })?;
+            slot.write(item);
+        }
+        if seq.next_element::<T>()?.is_some() {
+            return Err(A::Error::custom(format!(
+                "more than the {expected} items the run table says"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a shard's items up to the one at `index`, and returns it.
+struct NthItem<T> {
+    index: usize,
+    _item: PhantomData<fn() -> T>,
+}
+
+impl<T> NthItem<T> {
+    fn new(index: usize) -> Self {
+        Self {
+            index,
+            _item: PhantomData,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for NthItem<T> {
+    type Value = T;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for NthItem<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a shard with an item at {}", self.index)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        for skipped in 0..self.index {
+            seq.next_element::<T>()?
+                .ok_or_else(|| A::Error::invalid_length(skipped, &self))?;
+        }
+        seq.next_element::<T>()?
+            .ok_or_else(|| A::Error::invalid_length(self.index, &self))
     }
 }
