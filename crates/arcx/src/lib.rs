@@ -1,24 +1,17 @@
-//! ARCX archives: zstd-compressed data blocks, a manifest, and a fixed-size
-//! footer at the end that makes opening constant-time.
-//!
-//! ```text
-//! offset 0            80                     manifest_offset      len-40   len
-//! ┌──────────────────┬──────────────────────┬────────────────────┬────────┐
-//! │ header "ARCX0001"│ data blocks          │ manifest "MFv2"... │ footer │
-//! │ 80 bytes         │ u32 size + zstd each │                    │ 40 B   │
-//! └──────────────────┴──────────────────────┴────────────────────┴────────┘
-//! ```
-//!
-//! This crate currently defines the identifying bytes; see `spec/arcx.md`.
+//! ARCX archives: zstd-compressed blocks, a manifest, and a fixed-size
+//! footer that makes opening constant-time; read in both dialects (the
+//! format's specification and what the `arcx` 0.3.0 tool writes), written
+//! in either.
 
-/// The first 8 bytes of every ARCX archive.
-pub const HEADER_MAGIC: [u8; 8] = *b"ARCX0001";
+mod error;
+pub mod format;
+pub mod manifest;
+mod reader;
+mod writer;
 
-/// The size of the fixed header at the start of the archive.
-pub const HEADER_SIZE: usize = 80;
-
-/// The magic that opens the footer.
-pub const FOOTER_MAGIC: [u8; 8] = *b"ARCXEND1";
-
-/// The size of the footer at the end of the archive.
-pub const FOOTER_SIZE: usize = 40;
+pub use error::{ArcxError, Result};
+pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER_SIZE};
+pub use reader::{Archive, Limits, safe_target};
+pub use writer::{
+    InputFile, PackOptions, PackSummary, Packer, Skipped, Walk, pack_dir, walk, walked_size,
+};
