@@ -136,7 +136,7 @@ impl<S: AsRef<[u8]>> Archive<S> {
         } else {
             (
                 Dialect::ArcxCli,
-                Self::cli_manifest(bytes, header, manifest_offset, footer_at, &limits)?,
+                Self::cli_manifest(bytes, header, footer, footer_at, &limits)?,
             )
         };
         if dialect == Dialect::Spec
@@ -199,10 +199,11 @@ impl<S: AsRef<[u8]>> Archive<S> {
     fn cli_manifest(
         bytes: &[u8],
         header: &Header,
-        offset: u64,
+        footer: &Footer,
         footer_at: u64,
         limits: &Limits,
     ) -> Result<Manifest> {
+        let offset = footer.manifest_offset.get();
         let header_bytes = bytes.get(..72).unwrap_or_default();
         let expected = header.tail_2.get();
         let found = u64::from(crc32(header_bytes));
@@ -221,6 +222,27 @@ impl<S: AsRef<[u8]>> Archive<S> {
         }
         let region = binfmt_core::range::slice_at(before_footer, offset + 4, size, "manifest")
             .map_err(manifest_error)?;
+        // Nothing checksums this manifest, but the tool writes it twice (the
+        // second copy it calls the index): a byte flipped in either copy
+        // shows as a difference.
+        let index = footer.field_16.get();
+        let copy = binfmt_core::range::slice_at(before_footer, index, 4, "manifest copy length")
+            .and_then(|length| {
+                let length = u32::from_le_bytes(length.try_into().unwrap_or_default());
+                binfmt_core::range::slice_at(
+                    before_footer,
+                    index.saturating_add(4),
+                    u64::from(length),
+                    "manifest copy",
+                )
+            })
+            .map_err(manifest_error)?;
+        if copy != region {
+            return Err(manifest_error(binfmt_core::Error::corrupt(
+                "manifest",
+                "the manifest and its copy (the index) differ",
+            )));
+        }
         let (&flags, payload) = region.split_first().ok_or_else(|| {
             manifest_error(binfmt_core::Error::corrupt(
                 "manifest",

@@ -1,0 +1,392 @@
+//! Packing and reading ARCX archives in both dialects: round trips over
+//! generated trees, determinism, corruption, and extraction safety.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use arcx::{Archive, ArcxError, Dialect, PackOptions, pack_dir};
+use binfmt_tests::pseudo_random_bytes;
+
+const DIALECTS: [Dialect; 2] = [Dialect::Spec, Dialect::ArcxCli];
+
+/// A tree of every shape the packer has to handle, with a small block size
+/// so blocks fill up and split quickly. Returns relative path → bytes.
+fn make_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut add = |path: &str, bytes: Vec<u8>| {
+        let full = dir.join(path);
+        fs::create_dir_all(full.parent().unwrap()).unwrap();
+        fs::write(&full, &bytes).unwrap();
+        files.insert(path.to_owned(), bytes);
+    };
+    add("empty", Vec::new());
+    add("one", b"x".to_vec());
+    add("exactly_one_block.bin", pseudo_random_bytes(1, 4096));
+    add(
+        "spans/many/blocks.txt",
+        b"compressible text line\n".repeat(3000),
+    );
+    add("random.bin", pseudo_random_bytes(2, 50_000));
+    add("deep/a/b/c/d/e/f/g/h/file.txt", b"deep".to_vec());
+    add(
+        "unicode/caf\u{e9}/\u{65e5}\u{672c}.txt",
+        "ünïcödé ✓".as_bytes().to_vec(),
+    );
+    add("a.txt", b"sorts after the a/ directory".to_vec());
+    add("a/inner.txt", b"inside a".to_vec());
+    for i in 0..2000 {
+        add(
+            &format!("tiny/{i:04}.txt"),
+            format!("tiny file {i}\n").into_bytes(),
+        );
+    }
+    files
+}
+
+fn options(dialect: Dialect) -> PackOptions {
+    PackOptions {
+        dialect,
+        block_size: 4096,
+        ..PackOptions::default()
+    }
+}
+
+fn pack(tree: &Path, out: &Path, dialect: Dialect) -> arcx::PackSummary {
+    pack_dir(tree, out, options(dialect), |_| {}).unwrap()
+}
+
+#[test]
+fn round_trips_in_both_dialects() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let files = make_tree(&tree);
+    for dialect in DIALECTS {
+        let out = dir.path().join(format!("{}.arcx", dialect.name()));
+        let summary = pack(&tree, &out, dialect);
+        assert_eq!(summary.files, files.len() as u64);
+        assert_eq!(summary.archive_size, fs::metadata(&out).unwrap().len());
+        let archive = Archive::open(&out).unwrap();
+        assert_eq!(archive.dialect(), dialect);
+        let listed: Vec<&str> = archive.files().iter().map(|f| f.path.as_str()).collect();
+        let expected: Vec<&str> = {
+            // Component order: "a/inner.txt" before "a.txt".
+            let mut paths: Vec<&str> = files.keys().map(String::as_str).collect();
+            paths.sort_by(|a, b| a.split('/').cmp(b.split('/')));
+            paths
+        };
+        assert_eq!(listed, expected, "{dialect:?}: sorted order");
+        for (path, bytes) in &files {
+            assert_eq!(&archive.read(path).unwrap(), bytes, "{dialect:?} {path}");
+        }
+        archive.verify().unwrap();
+
+        let extracted = dir.path().join(format!("out-{}", dialect.name()));
+        fs::create_dir(&extracted).unwrap();
+        assert_eq!(archive.extract(&extracted).unwrap(), files.len());
+        for (path, bytes) in &files {
+            assert_eq!(
+                &fs::read(extracted.join(path)).unwrap(),
+                bytes,
+                "extracted {path}"
+            );
+        }
+    }
+}
+
+#[test]
+fn small_files_share_blocks_and_large_files_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    make_tree(&tree);
+    let out = dir.path().join("x.arcx");
+    pack(&tree, &out, Dialect::Spec);
+    let archive = Archive::open(&out).unwrap();
+    let manifest = archive.manifest();
+    let file = |path: &str| archive.find(path).unwrap();
+    // 3000 lines of 23 bytes = 69,000 bytes: 17 blocks of 4096.
+    assert_eq!(file("spans/many/blocks.txt").chunks.len(), 17);
+    // Two tiny neighbours share a block.
+    let block_of = |path: &str| manifest.chunks[file(path).chunks[0] as usize].block_id;
+    assert_eq!(block_of("tiny/0000.txt"), block_of("tiny/0001.txt"));
+    assert!(file("empty").chunks.len() <= 1);
+    // Incompressible data is stored, not inflated.
+    let random_block =
+        &manifest.blocks[manifest.chunks[file("random.bin").chunks[0] as usize].block_id as usize];
+    assert_eq!(random_block.codec, arcx::Codec::Store);
+}
+
+#[test]
+fn the_same_tree_gives_the_same_bytes_for_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    make_tree(&tree);
+    for dialect in DIALECTS {
+        let mut outputs = Vec::new();
+        for jobs in [1, 3] {
+            let out = dir.path().join(format!("{jobs}.arcx"));
+            pack_dir(
+                &tree,
+                &out,
+                PackOptions {
+                    jobs: Some(jobs),
+                    ..options(dialect)
+                },
+                |_| {},
+            )
+            .unwrap();
+            outputs.push(fs::read(&out).unwrap());
+        }
+        assert!(outputs[0] == outputs[1], "{dialect:?}");
+    }
+}
+
+#[test]
+fn symlinks_are_skipped_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir(&tree).unwrap();
+    fs::write(tree.join("real.txt"), b"real").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(tree.join("real.txt"), tree.join("link.txt")).unwrap();
+    let summary = pack(&tree, &dir.path().join("x.arcx"), Dialect::Spec);
+    assert_eq!(summary.files, 1);
+    #[cfg(unix)]
+    assert_eq!(summary.skipped.len(), 1);
+}
+
+/// A packed archive and the offsets of its parts.
+fn sample(dialect: Dialect) -> (tempfile::TempDir, PathBuf, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir(&tree).unwrap();
+    fs::write(tree.join("a.txt"), b"alpha ".repeat(500)).unwrap();
+    fs::write(tree.join("b.bin"), pseudo_random_bytes(9, 10_000)).unwrap();
+    let out = dir.path().join("x.arcx");
+    pack(&tree, &out, dialect);
+    let bytes = fs::read(&out).unwrap();
+    (dir, out, bytes)
+}
+
+#[test]
+fn a_flipped_byte_anywhere_is_detected() {
+    for dialect in DIALECTS {
+        let (_dir, _out, bytes) = sample(dialect);
+        // Every byte of the data region, the manifest region and the footer.
+        for at in (80..bytes.len()).step_by(7) {
+            let mut corrupt = bytes.clone();
+            corrupt[at] ^= 0x40;
+            let outcome = Archive::new(corrupt).and_then(|archive| archive.verify());
+            // The arcx-cli footer's flags and checksum (always 0, never
+            // read by the tool) and the spec footer's reserved bytes carry
+            // nothing to corrupt.
+            let unused_cli_footer = dialect == Dialect::ArcxCli && at >= bytes.len() - 16;
+            let spec_reserved = dialect == Dialect::Spec && at >= bytes.len() - 8;
+            if unused_cli_footer || spec_reserved {
+                continue;
+            }
+            assert!(
+                outcome.is_err(),
+                "{dialect:?}: flip at {at} of {} went unnoticed",
+                bytes.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn block_corruption_names_the_block_and_file_corruption_the_file() {
+    let (_dir, _out, bytes) = sample(Dialect::Spec);
+    let mut corrupt = bytes.clone();
+    corrupt[90] ^= 1;
+    let archive = Archive::new(corrupt).unwrap();
+    // Byte 90 is in the first block written: b.bin's (small files are
+    // written when their shared block is full, or at the end).
+    assert!(archive.read("a.txt").is_ok());
+    let error = archive.read("b.bin").unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ArcxError::BlockChecksum { .. } | ArcxError::BlockData { .. }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().starts_with("block "), "{error}");
+}
+
+#[test]
+fn truncations_and_header_damage() {
+    for dialect in DIALECTS {
+        let (_dir, _out, bytes) = sample(dialect);
+        for len in [
+            0,
+            10,
+            79,
+            80,
+            119,
+            bytes.len() / 2,
+            bytes.len() - 41,
+            bytes.len() - 1,
+        ] {
+            assert!(
+                Archive::new(bytes[..len].to_vec()).is_err(),
+                "{dialect:?} truncated to {len}"
+            );
+        }
+        let mut bad = bytes.clone();
+        bad[0] = b'X';
+        assert!(matches!(
+            Archive::new(bad),
+            Err(ArcxError::BadHeaderMagic { .. })
+        ));
+        let mut bad = bytes.clone();
+        bad[8] = 1;
+        assert!(matches!(
+            Archive::new(bad),
+            Err(ArcxError::UnsupportedVersion { major: 1, .. })
+        ));
+        let mut bad = bytes.clone();
+        let footer = bad.len() - 40;
+        bad[footer] = b'Y';
+        assert!(matches!(
+            Archive::new(bad),
+            Err(ArcxError::BadFooterMagic { .. })
+        ));
+    }
+}
+
+#[test]
+fn hostile_manifest_sizes_and_offsets() {
+    let (_dir, _out, bytes) = sample(Dialect::Spec);
+    let footer = bytes.len() - 40;
+    let mut huge = bytes.clone();
+    huge[footer + 16..footer + 24].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(
+        Archive::new(huge),
+        Err(ArcxError::ManifestTooLarge { .. })
+    ));
+    let mut outside = bytes.clone();
+    outside[footer + 8..footer + 16].copy_from_slice(&(1u64 << 50).to_le_bytes());
+    assert!(Archive::new(outside).is_err());
+    let mut inside_header = bytes.clone();
+    inside_header[footer + 8..footer + 16].copy_from_slice(&10u64.to_le_bytes());
+    assert!(Archive::new(inside_header).is_err());
+}
+
+#[test]
+fn extraction_refuses_paths_outside_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target");
+    fs::create_dir(&target).unwrap();
+    for path in [
+        "../x",
+        "/etc/x",
+        "a/../../x",
+        "a/./b",
+        "",
+        "a//b",
+        "nul\0byte",
+        "back\\slash",
+        "./x",
+        "a/..",
+    ] {
+        assert!(
+            matches!(
+                arcx::safe_target(&target, path),
+                Err(ArcxError::UnsafePath { .. })
+            ),
+            "{path:?} was accepted"
+        );
+    }
+    assert_eq!(
+        arcx::safe_target(&target, "ok/file.txt").unwrap(),
+        target.join("ok/file.txt")
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn extraction_never_writes_through_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(tree.join("sub")).unwrap();
+    fs::write(tree.join("sub/file.txt"), b"payload").unwrap();
+    fs::write(tree.join("top.txt"), b"top").unwrap();
+    let out = dir.path().join("x.arcx");
+    pack(&tree, &out, Dialect::Spec);
+    let archive = Archive::open(&out).unwrap();
+
+    let outside = dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    // A directory on the way is a symlink to outside: refused.
+    let target = dir.path().join("t1");
+    fs::create_dir(&target).unwrap();
+    std::os::unix::fs::symlink(&outside, target.join("sub")).unwrap();
+    assert!(matches!(
+        archive.extract(&target),
+        Err(ArcxError::UnsafePath { .. })
+    ));
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+
+    // The file itself is a symlink: it is replaced, not followed.
+    let target = dir.path().join("t2");
+    fs::create_dir(&target).unwrap();
+    let victim = outside.join("victim");
+    fs::write(&victim, b"untouched").unwrap();
+    std::os::unix::fs::symlink(&victim, target.join("top.txt")).unwrap();
+    archive.extract(&target).unwrap();
+    assert_eq!(fs::read(&victim).unwrap(), b"untouched");
+    assert_eq!(fs::read(target.join("top.txt")).unwrap(), b"top");
+    assert!(
+        !fs::symlink_metadata(target.join("top.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn packing_refuses_paths_an_archive_cannot_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut packer =
+        arcx::Packer::create(dir.path().join("x.arcx"), PackOptions::default()).unwrap();
+    for path in ["", "/abs", "a/../b", "a\\b"] {
+        assert!(
+            matches!(
+                packer.add(path, &mut &b"x"[..]),
+                Err(ArcxError::BadInputPath { .. })
+            ),
+            "{path:?}"
+        );
+    }
+    packer.add("fine", &mut &b"x"[..]).unwrap();
+    packer.finish().unwrap();
+}
+
+#[test]
+fn a_failed_pack_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing_tree = dir.path().join("no-such-dir");
+    assert!(
+        pack_dir(
+            &missing_tree,
+            &dir.path().join("x.arcx"),
+            PackOptions::default(),
+            |_| {}
+        )
+        .is_err()
+    );
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+}
