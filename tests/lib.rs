@@ -48,6 +48,19 @@ pub mod interop {
         }
     }
 
+    /// The `arcx` 0.3.0 binary: `$BINFMT_ARCX`, or the one
+    /// `.ci/setup-interop` installs.
+    pub fn arcx() -> Option<PathBuf> {
+        let path = std::env::var_os("BINFMT_ARCX")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| super::workspace_root().join("target/interop/cargo/bin/arcx"));
+        if path.exists() {
+            Some(path)
+        } else {
+            missing("the arcx 0.3.0 tool")
+        }
+    }
+
     /// A script under `tests/python/`.
     pub fn python_script(name: &str) -> PathBuf {
         super::workspace_root().join("tests/python").join(name)

@@ -1,0 +1,165 @@
+//! ARCX against the `arcx` 0.3.0 tool, both directions: archives this crate
+//! writes in the arcx-cli dialect list, get and extract with the tool (large
+//! files included); archives the tool writes open here, every file compared.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use arcx::{Archive, Dialect, PackOptions, pack_dir};
+use binfmt_tests::interop::arcx;
+use binfmt_tests::pseudo_random_bytes;
+
+/// A tree with tiny files, a compressible file of several MiB, an
+/// incompressible one over 1 MiB, an empty file, and unicode names.
+fn make_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut add = |path: &str, bytes: Vec<u8>| {
+        let full = dir.join(path);
+        fs::create_dir_all(full.parent().unwrap()).unwrap();
+        fs::write(&full, &bytes).unwrap();
+        files.insert(path.to_owned(), bytes);
+    };
+    add("empty.txt", Vec::new());
+    add("src/lib.rs", b"pub fn answer() -> u32 { 42 }\n".repeat(50));
+    add(
+        "docs/caf\u{e9}/r\u{e9}sum\u{e9}.md",
+        "# Résumé ✓\n".repeat(10).into_bytes(),
+    );
+    add(
+        "data/large_text.csv",
+        b"id,name,value\n1,alpha,0.5\n".repeat(200_000),
+    );
+    add("data/noise.bin", pseudo_random_bytes(7, 2_500_000));
+    for i in 0..300 {
+        add(
+            &format!("many/{i:03}.json"),
+            format!("{{\"i\": {i}}}\n").into_bytes(),
+        );
+    }
+    files
+}
+
+fn run(tool: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let output = Command::new(tool).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "arcx {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn the_tool_reads_our_arcx_cli_archives() {
+    let Some(tool) = arcx() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let files = make_tree(&tree);
+    let archive = dir.path().join("ours.arcx");
+    pack_dir(
+        &tree,
+        &archive,
+        PackOptions {
+            dialect: Dialect::ArcxCli,
+            ..PackOptions::default()
+        },
+        |_| {},
+    )
+    .unwrap();
+
+    let listing =
+        String::from_utf8(run(&tool, &["list".as_ref(), archive.as_os_str()]).stdout).unwrap();
+    for path in files.keys() {
+        assert!(
+            listing.contains(path.as_str()),
+            "{path} missing from:\n{listing}"
+        );
+    }
+
+    let extracted = dir.path().join("extracted");
+    run(
+        &tool,
+        &[
+            "extract".as_ref(),
+            archive.as_os_str(),
+            extracted.as_os_str(),
+        ],
+    );
+    for (path, bytes) in &files {
+        assert_eq!(
+            &fs::read(extracted.join(path)).unwrap(),
+            bytes,
+            "extract {path}"
+        );
+    }
+
+    // Files over 1 MiB: the tool cannot get these out of its own archives.
+    for path in ["data/large_text.csv", "data/noise.bin", "src/lib.rs"] {
+        let out = dir.path().join("got");
+        run(
+            &tool,
+            &[
+                "get".as_ref(),
+                archive.as_os_str(),
+                path.as_ref(),
+                "-o".as_ref(),
+                out.as_os_str(),
+            ],
+        );
+        assert_eq!(fs::read(&out).unwrap(), files[path], "get {path}");
+    }
+}
+
+#[test]
+fn we_read_the_tools_archives() {
+    let Some(tool) = arcx() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let files = make_tree(&tree);
+    let archive = dir.path().join("theirs.arcx");
+    run(
+        &tool,
+        &["pack".as_ref(), tree.as_os_str(), archive.as_os_str()],
+    );
+
+    let opened = Archive::open(&archive).unwrap();
+    assert_eq!(opened.dialect(), Dialect::ArcxCli);
+    assert_eq!(opened.files().len(), files.len());
+    for (path, bytes) in &files {
+        assert_eq!(&opened.read(path).unwrap(), bytes, "{path}");
+    }
+    opened.verify().unwrap();
+    let extracted = dir.path().join("extracted");
+    fs::create_dir(&extracted).unwrap();
+    opened.extract(&extracted).unwrap();
+    for (path, bytes) in &files {
+        assert_eq!(&fs::read(extracted.join(path)).unwrap(), bytes);
+    }
+}
+
+#[test]
+fn the_committed_tool_fixture_reads() {
+    let archive = Archive::open(binfmt_tests::fixture("reference/sample.arcx")).unwrap();
+    assert_eq!(archive.dialect(), Dialect::ArcxCli);
+    let tar = fs::read(binfmt_tests::fixture("reference/sample.tar")).unwrap();
+    for file in archive.files() {
+        let bytes = archive.read(&file.path).unwrap();
+        // Each file is also a member of sample.tar, whose payloads start on
+        // 512-byte boundaries.
+        assert!(
+            tar.windows(bytes.len()).any(|w| w == bytes.as_slice()),
+            "{}",
+            file.path
+        );
+    }
+}
