@@ -494,11 +494,11 @@ pub fn pack_dir(
     Ok(summary)
 }
 
-/// The total size of the regular files `walk` would pack, for progress bars.
-pub fn walked_size(files: &[(String, PathBuf)]) -> u64 {
-    files
+/// The total size of the files a walk found, for progress bars.
+pub fn walked_size(walk: &Walk) -> u64 {
+    walk.files
         .iter()
-        .filter_map(|(_, path)| fs::metadata(path).ok())
+        .filter_map(|file| fs::metadata(&file.path).ok())
         .map(|metadata| metadata.len())
         .sum()
 }

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "binfmt",
     version,
-    after_help = "Examples:\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4"
+    after_help = "Examples:\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4\n  binfmt arcx pack src/ src.arcx && binfmt arcx get src.arcx src/lib.rs"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -32,6 +32,8 @@ enum Command {
     Taridx(cmd::taridx::Command),
     #[command(subcommand)]
     Par4(cmd::par4::Command),
+    #[command(subcommand)]
+    Arcx(cmd::arcx::Command),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Command::Kast(command) => cmd::kast::run(&command),
         Command::Taridx(command) => cmd::taridx::run(&command),
         Command::Par4(command) => cmd::par4::run(&command),
+        Command::Arcx(command) => cmd::arcx::run(&command),
     };
     match outcome {
         Ok(status) => status.into(),

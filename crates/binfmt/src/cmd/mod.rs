@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod arcx;
 pub mod kast;
 pub mod par4;
 pub mod sniff;
