@@ -1,6 +1,6 @@
 //! Project automation, run as `cargo xtask <task>`.
 //!
-//! - `bench kast|par4|taridx`: this project's code next to the reference implementation.
+//! - `bench arcx|kast|par4|taridx`: this project's code next to the reference implementation.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
 //!   indexer, the `arcx` 0.3.0 tool), with `reference/make_reference_fixtures.py`.
@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
+mod bench_arcx;
 mod bench_par4;
 
 #[derive(Debug, Parser)]
@@ -35,6 +36,9 @@ enum Task {
         /// A checkout of the iTar indexer (dsb-ifi/glzn), for `taridx`.
         #[arg(long)]
         glzn: Option<PathBuf>,
+        /// The arcx 0.3.0 binary, for `arcx`.
+        #[arg(long, default_value = "target/interop/cargo/bin/arcx")]
+        arcx: PathBuf,
     },
     /// Remake fixtures/reference/ with the reference tools.
     ReferenceFixtures {
@@ -52,6 +56,7 @@ enum Task {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum BenchFormat {
+    Arcx,
     Kast,
     Par4,
     Taridx,
@@ -67,6 +72,12 @@ fn main() -> ExitCode {
             ..
         } => bench::kast(&python, &dir),
         Task::Bench {
+            format: BenchFormat::Arcx,
+            dir,
+            arcx,
+            ..
+        } => bench_arcx::run(&dir.join("arcx"), &arcx),
+        Task::Bench {
             format: BenchFormat::Par4,
             dir,
             ..
@@ -76,6 +87,7 @@ fn main() -> ExitCode {
             python,
             dir,
             glzn,
+            ..
         } => match glzn {
             Some(glzn) => bench::taridx(&python, &glzn, &dir),
             None => {

@@ -356,21 +356,33 @@ impl<S: AsRef<[u8]>> Archive<S> {
         let file = self.find(path).ok_or_else(|| ArcxError::NotFound {
             path: path.to_owned(),
         })?;
+        self.copy_file(file, &mut None, out)
+    }
+
+    /// Writes `file` to `out` through `cache`, the last block decompressed,
+    /// so that files sharing a block, read one after another, decompress it
+    /// once.
+    fn copy_file<'a>(
+        &'a self,
+        file: &FileRecord,
+        cache: &mut Option<(u64, Cow<'a, [u8]>)>,
+        out: &mut impl Write,
+    ) -> Result<u64> {
         let mut hasher = Sha256::new();
-        let mut cached: Option<(u64, Cow<'_, [u8]>)> = None;
         let mut written = 0u64;
         for &chunk_id in &file.chunks {
-            let chunk =
-                self.manifest
-                    .chunks
-                    .get(chunk_id as usize)
-                    .ok_or_else(|| ArcxError::NotFound {
-                        path: path.to_owned(),
-                    })?;
-            if cached.as_ref().is_none_or(|(id, _)| *id != chunk.block_id) {
-                cached = Some((chunk.block_id, self.block(chunk.block_id)?));
+            let missing = || ArcxError::NotFound {
+                path: file.path.clone(),
+            };
+            let chunk = self
+                .manifest
+                .chunks
+                .get(chunk_id as usize)
+                .ok_or_else(missing)?;
+            if cache.as_ref().is_none_or(|(id, _)| *id != chunk.block_id) {
+                *cache = Some((chunk.block_id, self.block(chunk.block_id)?));
             }
-            let block = cached
+            let block = cache
                 .as_ref()
                 .map(|(_, data)| data.as_ref())
                 .unwrap_or_default();
@@ -378,12 +390,12 @@ impl<S: AsRef<[u8]>> Archive<S> {
             let piece =
                 binfmt_core::range::slice_at(block, chunk.block_offset, chunk.size, "chunk")?;
             hasher.update(piece);
-            out.write_all(piece).with_path(Path::new(path))?;
+            out.write_all(piece).with_path(Path::new(&file.path))?;
             written += chunk.size;
         }
         if hasher.finalize().as_slice() != file.sha256 {
             return Err(ArcxError::FileChecksum {
-                path: path.to_owned(),
+                path: file.path.clone(),
             });
         }
         Ok(written)
@@ -402,8 +414,9 @@ impl<S: AsRef<[u8]>> Archive<S> {
         for id in 0..self.manifest.blocks.len() as u64 {
             self.block(id)?;
         }
+        let mut cache = None;
         for file in &self.manifest.files {
-            self.copy_to(&file.path, &mut std::io::sink())?;
+            self.copy_file(file, &mut cache, &mut std::io::sink())?;
         }
         Ok(())
     }
@@ -413,10 +426,11 @@ impl<S: AsRef<[u8]>> Archive<S> {
     /// corrupt file leaves nothing, and an existing symlink at a file's
     /// place is replaced, never followed.
     pub fn extract(&self, dir: &Path) -> Result<usize> {
+        let mut cache = None;
         for file in &self.manifest.files {
             let target = safe_target(dir, &file.path)?;
             let mut out = AtomicFile::create(&target)?;
-            self.copy_to(&file.path, &mut out)?;
+            self.copy_file(file, &mut cache, &mut out)?;
             out.commit()?;
         }
         Ok(self.manifest.files.len())

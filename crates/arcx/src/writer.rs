@@ -1,17 +1,21 @@
 //! Writing archives.
 //!
 //! [`Packer`] takes files one at a time as readers, in pieces of at most one
-//! block, so memory stays bounded by a batch of blocks whatever the file
-//! sizes. Files smaller than a block share blocks, in order, up to the block
-//! size; larger files are split into block-sized chunks, one block each.
+//! chunk, so memory stays bounded by a batch of blocks whatever the file
+//! sizes. Files smaller than the block size (256 KiB) share blocks, in
+//! order, up to that size; larger files are cut into chunks of the chunk
+//! size (1 MiB), one block each.
 //! Blocks are compressed in parallel a batch at a time and written in order,
 //! so the archive is the same for any thread count. A block that does not
 //! shrink is stored. Nothing depends on the clock: the creation timestamp is
 //! 0.
 
+use std::cell::RefCell;
 use std::fs::{self, File};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
 
 use binfmt_core::layout::{IntoBytes, U32, U64};
 use binfmt_core::{AtomicFile, IoResultExt};
@@ -32,8 +36,12 @@ pub struct PackOptions {
     pub dialect: Dialect,
     /// zstd level for blocks (default 3).
     pub level: i32,
-    /// Target block size before compression (default 256 KiB).
+    /// Files smaller than this share blocks of up to this size (default
+    /// 256 KiB).
     pub block_size: usize,
+    /// Larger files are cut into chunks of this size, one block each
+    /// (default 1 MiB; never below `block_size`).
+    pub chunk_size: usize,
     /// Threads compressing blocks; `None` uses one per core.
     pub jobs: Option<usize>,
 }
@@ -44,6 +52,7 @@ impl Default for PackOptions {
             dialect: Dialect::Spec,
             level: 3,
             block_size: 256 << 10,
+            chunk_size: 1 << 20,
             jobs: None,
         }
     }
@@ -52,34 +61,33 @@ impl Default for PackOptions {
 /// The zstd level of the manifest (what the `arcx` tool uses).
 const MANIFEST_LEVEL: i32 = 9;
 
-/// A block waiting to be compressed and written.
-#[derive(Debug)]
-struct Pending {
-    data: Vec<u8>,
-}
+/// Blocks a batch holds before it is compressed, per compressing thread.
+const BATCH_PER_THREAD: usize = 4;
 
-/// Builds an archive file by file.
+/// What the block writer hands back: the file, the blocks it wrote, and
+/// where the data region ends.
 #[derive(Debug)]
-pub struct Packer {
+struct Written {
     out: AtomicFile,
-    options: PackOptions,
-    pool: Option<rayon::ThreadPool>,
-    manifest: Manifest,
-    /// The shared block being filled with small files, and its chunks.
-    small: Vec<u8>,
-    small_chunks: Vec<usize>,
-    pending: Vec<Pending>,
+    blocks: Vec<BlockRecord>,
     offset: u64,
-    bytes_in: u64,
 }
 
-impl Packer {
-    /// Starts an archive that will replace `destination` when finished.
-    pub fn create(destination: impl AsRef<Path>, options: PackOptions) -> Result<Self> {
-        let mut out = AtomicFile::create(destination.as_ref())?;
-        out.write_all(&[0; HEADER_SIZE])
-            .with_path(destination.as_ref())?;
-        let pool = match options.jobs {
+/// Compresses blocks in parallel and writes them in order on a background
+/// thread, while the caller reads and hashes the next batch. At most two
+/// batches are in flight, so memory stays bounded.
+#[derive(Debug)]
+struct BlockWriter {
+    sender: Option<mpsc::SyncSender<Vec<Vec<u8>>>>,
+    thread: Option<thread::JoinHandle<Result<Written>>>,
+    batch: Vec<Vec<u8>>,
+    batch_len: usize,
+    sent: u64,
+}
+
+impl BlockWriter {
+    fn start(out: AtomicFile, level: i32, jobs: Option<usize>) -> Result<Self> {
+        let pool = match jobs {
             Some(jobs) => Some(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(jobs.max(1))
@@ -90,18 +98,185 @@ impl Packer {
             ),
             None => None,
         };
-        let block_size = options.block_size.max(1) as u64;
+        let threads = pool.as_ref().map_or_else(
+            rayon::current_num_threads,
+            rayon::ThreadPool::current_num_threads,
+        );
+        let (sender, receiver) = mpsc::sync_channel::<Vec<Vec<u8>>>(1);
+        let thread = thread::Builder::new()
+            .name("arcx-block-writer".into())
+            .spawn(move || write_blocks(out, receiver, level, pool))
+            .map_err(|error| binfmt_core::Error::io("<arcx block writer>", error))?;
         Ok(Self {
-            out,
+            sender: Some(sender),
+            thread: Some(thread),
+            batch: Vec::new(),
+            batch_len: (BATCH_PER_THREAD * threads).max(8),
+            sent: 0,
+        })
+    }
+
+    /// The id the next block pushed will get.
+    fn next_id(&self) -> u64 {
+        self.sent + self.batch.len() as u64
+    }
+
+    fn push(&mut self, data: Vec<u8>) -> Result<()> {
+        self.batch.push(data);
+        if self.batch.len() >= self.batch_len {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.batch);
+        self.sent += batch.len() as u64;
+        let delivered = self
+            .sender
+            .as_ref()
+            .is_some_and(|sender| sender.send(batch).is_ok());
+        if delivered {
+            Ok(())
+        } else {
+            // The writer stopped: its result says why.
+            self.join().map(|_| ())
+        }
+    }
+
+    fn join(&mut self) -> Result<Written> {
+        self.sender = None;
+        match self.thread.take().map(thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => {
+                Err(binfmt_core::Error::corrupt("arcx block writer", "the thread panicked").into())
+            }
+            None => {
+                Err(binfmt_core::Error::corrupt("arcx block writer", "already finished").into())
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<Written> {
+        self.send()?;
+        self.join()
+    }
+}
+
+/// The block writer thread: each batch compressed in parallel, then written
+/// in order.
+fn write_blocks(
+    mut out: AtomicFile,
+    batches: mpsc::Receiver<Vec<Vec<u8>>>,
+    level: i32,
+    pool: Option<rayon::ThreadPool>,
+) -> Result<Written> {
+    let destination = out.destination().to_owned();
+    let mut blocks = Vec::new();
+    let mut offset = HEADER_SIZE as u64;
+    for batch in batches {
+        let compress = || {
+            batch
+                .into_par_iter()
+                .map(|data| compress_block(data, level))
+                .collect::<std::io::Result<Vec<_>>>()
+        };
+        let stored = match &pool {
+            Some(pool) => pool.install(compress),
+            None => compress(),
+        }
+        .with_path(Path::new("<zstd>"))?;
+        for (codec, bytes, size) in stored {
+            let stored_size = u32::try_from(bytes.len()).map_err(|_| ArcxError::BadInputPath {
+                path: destination.display().to_string(),
+                why: "a block exceeds 4 GiB",
+            })?;
+            binfmt_core::io::write_all_vectored(
+                &mut out,
+                &mut [
+                    IoSlice::new(&stored_size.to_le_bytes()),
+                    IoSlice::new(&bytes),
+                ],
+            )
+            .with_path(&destination)?;
+            blocks.push(BlockRecord {
+                codec,
+                offset,
+                stored_size: u64::from(stored_size),
+                size,
+                checksum: crc32(&bytes),
+            });
+            offset += 4 + u64::from(stored_size);
+        }
+    }
+    Ok(Written {
+        out,
+        blocks,
+        offset,
+    })
+}
+
+/// A block's stored form: zstd when that is smaller, the bytes themselves
+/// otherwise; with its decompressed size. Each thread keeps one zstd
+/// context.
+fn compress_block(data: Vec<u8>, level: i32) -> std::io::Result<(Codec, Vec<u8>, u64)> {
+    thread_local! {
+        static COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
+    }
+    let compressed = COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.as_ref().is_none_or(|(cached, _)| *cached != level) {
+            *cell = Some((level, zstd::bulk::Compressor::new(level)?));
+        }
+        match cell.as_mut() {
+            Some((_, compressor)) => compressor.compress(&data),
+            None => Err(std::io::Error::other("no zstd context")),
+        }
+    })?;
+    let size = data.len() as u64;
+    Ok(if compressed.len() < data.len() {
+        (Codec::Zstd, compressed, size)
+    } else {
+        (Codec::Store, data, size)
+    })
+}
+
+/// Builds an archive file by file.
+#[derive(Debug)]
+pub struct Packer {
+    blocks: BlockWriter,
+    destination: PathBuf,
+    options: PackOptions,
+    manifest: Manifest,
+    /// The shared block being filled with small files, and its chunks.
+    small: Vec<u8>,
+    small_chunks: Vec<usize>,
+    bytes_in: u64,
+}
+
+impl Packer {
+    /// Starts an archive that will replace `destination` when finished.
+    pub fn create(destination: impl AsRef<Path>, options: PackOptions) -> Result<Self> {
+        let destination = destination.as_ref().to_owned();
+        let mut out = AtomicFile::create(&destination)?;
+        out.write_all(&[0; HEADER_SIZE]).with_path(&destination)?;
+        let block_size = options.block_size.max(1);
+        let chunk_size = options.chunk_size.max(block_size);
+        Ok(Self {
+            blocks: BlockWriter::start(out, options.level, options.jobs)?,
+            destination,
             options: PackOptions {
-                block_size: block_size as usize,
+                block_size,
+                chunk_size,
                 ..options
             },
-            pool,
             manifest: Manifest {
                 config: Config {
-                    chunk_size: block_size,
-                    small_file_threshold: block_size,
+                    chunk_size: chunk_size as u64,
+                    small_file_threshold: block_size as u64,
                     codec_default: "zstd".into(),
                     zstd_level: u64::try_from(options.level).unwrap_or(0),
                     compression_mode: "balanced".into(),
@@ -112,8 +287,6 @@ impl Packer {
             },
             small: Vec::new(),
             small_chunks: Vec::new(),
-            pending: Vec::new(),
-            offset: HEADER_SIZE as u64,
             bytes_in: 0,
         })
     }
@@ -145,6 +318,10 @@ impl Packer {
             });
             self.small.extend_from_slice(&piece);
         } else {
+            // A large file: chunks of `chunk_size`, the first one included.
+            let chunk_size = self.options.chunk_size;
+            let mut rest = read_piece(data, chunk_size - block_size).with_path(Path::new(path))?;
+            piece.append(&mut rest);
             while !piece.is_empty() {
                 hasher.update(&piece);
                 chunks.push(self.manifest.chunks.len() as u64);
@@ -157,7 +334,7 @@ impl Packer {
                 });
                 size += piece.len() as u64;
                 self.push_block(piece)?;
-                piece = read_piece(data, block_size).with_path(Path::new(path))?;
+                piece = read_piece(data, chunk_size).with_path(Path::new(path))?;
             }
         }
         self.manifest.files.push(FileRecord {
@@ -172,7 +349,7 @@ impl Packer {
 
     /// The id the next block pushed will get.
     fn next_block_id(&self) -> u64 {
-        (self.manifest.blocks.len() + self.pending.len()) as u64
+        self.blocks.next_id()
     }
 
     fn flush_small(&mut self) -> Result<()> {
@@ -191,70 +368,20 @@ impl Packer {
     }
 
     fn push_block(&mut self, data: Vec<u8>) -> Result<()> {
-        self.pending.push(Pending { data });
-        let batch = 4 * self.pool.as_ref().map_or_else(
-            rayon::current_num_threads,
-            rayon::ThreadPool::current_num_threads,
-        );
-        if self.pending.len() >= batch.max(8) {
-            self.write_pending()?;
-        }
-        Ok(())
-    }
-
-    /// Compresses the pending blocks in parallel and writes them in order.
-    fn write_pending(&mut self) -> Result<()> {
-        let level = self.options.level;
-        let compress = |pending: &Vec<Pending>| -> Result<Vec<(Codec, Vec<u8>)>> {
-            pending
-                .par_iter()
-                .map(|block| {
-                    let compressed = zstd::bulk::compress(&block.data, level)
-                        .map_err(|error| binfmt_core::Error::io("<zstd>", error))?;
-                    Ok(if compressed.len() < block.data.len() {
-                        (Codec::Zstd, compressed)
-                    } else {
-                        (Codec::Store, block.data.clone())
-                    })
-                })
-                .collect()
-        };
-        let stored = match &self.pool {
-            Some(pool) => pool.install(|| compress(&self.pending))?,
-            None => compress(&self.pending)?,
-        };
-        let destination = self.out.destination().to_owned();
-        for (pending, (codec, bytes)) in self.pending.drain(..).zip(stored) {
-            let stored_size = u32::try_from(bytes.len()).map_err(|_| ArcxError::BadInputPath {
-                path: destination.display().to_string(),
-                why: "a block exceeds 4 GiB",
-            })?;
-            binfmt_core::io::write_all_vectored(
-                &mut self.out,
-                &mut [
-                    std::io::IoSlice::new(&stored_size.to_le_bytes()),
-                    std::io::IoSlice::new(&bytes),
-                ],
-            )
-            .with_path(&destination)?;
-            self.manifest.blocks.push(BlockRecord {
-                codec,
-                offset: self.offset,
-                stored_size: u64::from(stored_size),
-                size: pending.data.len() as u64,
-                checksum: crc32(&bytes),
-            });
-            self.offset += 4 + u64::from(stored_size);
-        }
-        Ok(())
+        self.blocks.push(data)
     }
 
     /// Writes the manifest, footer and header, and puts the archive in place.
     pub fn finish(mut self) -> Result<PackSummary> {
         self.flush_small()?;
-        self.write_pending()?;
-        let destination = self.out.destination().to_owned();
-        let manifest_offset = self.offset;
+        let Written {
+            mut out,
+            blocks,
+            offset,
+        } = self.blocks.finish()?;
+        self.manifest.blocks = blocks;
+        let destination = self.destination;
+        let manifest_offset = offset;
         let io =
             |error: std::io::Error| ArcxError::Core(binfmt_core::Error::io(&destination, error));
         let zstd = |bytes: &[u8]| zstd::bulk::compress(bytes, MANIFEST_LEVEL).map_err(io);
@@ -270,7 +397,7 @@ impl Packer {
                     .encode_spec_body()
                     .map_err(ArcxError::Manifest)?;
                 let region = [&MANIFEST_MAGIC[..], &zstd(&body)?].concat();
-                self.out.write_all(&region).map_err(io)?;
+                out.write_all(&region).map_err(io)?;
                 let footer = Footer {
                     magic: FOOTER_MAGIC,
                     manifest_offset: U64::new(manifest_offset),
@@ -295,8 +422,8 @@ impl Packer {
                 })?;
                 // The manifest, then the copy the tool calls the index.
                 for _ in 0..2 {
-                    self.out.write_all(&length.to_le_bytes()).map_err(io)?;
-                    self.out.write_all(&region).map_err(io)?;
+                    out.write_all(&length.to_le_bytes()).map_err(io)?;
+                    out.write_all(&region).map_err(io)?;
                 }
                 let index_offset = manifest_offset + 4 + region.len() as u64;
                 let footer = Footer {
@@ -310,8 +437,8 @@ impl Packer {
                 (index_offset, footer, Some(()))
             }
         };
-        self.out.write_all(footer.as_bytes()).map_err(io)?;
-        let archive_size = self.out.stream_position().map_err(io)?;
+        out.write_all(footer.as_bytes()).map_err(io)?;
+        let archive_size = out.stream_position().map_err(io)?;
         let mut header = Header {
             magic: HEADER_MAGIC,
             version_major: U32::new(VERSION.0),
@@ -330,8 +457,8 @@ impl Packer {
             let crc = crc32(header.as_bytes().get(..72).unwrap_or_default());
             header.tail_2 = U64::new(u64::from(crc));
         }
-        self.out.seek(SeekFrom::Start(0)).map_err(io)?;
-        self.out.write_all(header.as_bytes()).map_err(io)?;
+        out.seek(SeekFrom::Start(0)).map_err(io)?;
+        out.write_all(header.as_bytes()).map_err(io)?;
         let summary = PackSummary {
             files: self.manifest.files.len() as u64,
             bytes_in: self.bytes_in,
@@ -339,7 +466,7 @@ impl Packer {
             archive_size,
             skipped: Vec::new(),
         };
-        self.out.commit()?;
+        out.commit()?;
         Ok(summary)
     }
 }

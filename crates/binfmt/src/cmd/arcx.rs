@@ -46,9 +46,13 @@ pub struct PackArgs {
     /// zstd level, 1 (fastest) to 22 (smallest).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(i32).range(1..=22))]
     level: i32,
-    /// Target block size in bytes before compression.
+    /// Files smaller than this share blocks of up to this many bytes.
     #[arg(long, default_value_t = 256 * 1024, value_parser = clap::value_parser!(u64).range(1024..=(64 << 20)))]
     block_size: u64,
+    /// Larger files are cut into chunks of this many bytes, one block each
+    /// (at least the block size).
+    #[arg(long, default_value_t = 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..=(64 << 20)))]
+    chunk_size: u64,
     /// Threads compressing blocks (default: one per core).
     #[arg(long, short)]
     jobs: Option<usize>,
@@ -128,6 +132,7 @@ fn pack(args: &PackArgs) -> CommandResult {
         dialect,
         level: args.level,
         block_size: usize::try_from(args.block_size).unwrap_or(256 << 10),
+        chunk_size: usize::try_from(args.chunk_size).unwrap_or(1 << 20),
         jobs: args.jobs,
     };
     let total = arcx::walk(&args.dir)
@@ -197,6 +202,7 @@ struct Info {
     stored_bytes: u64,
     archive_size: u64,
     block_size: u64,
+    chunk_size: u64,
     zstd_level: u64,
 }
 
@@ -211,14 +217,15 @@ fn info(args: &ListArgs) -> CommandResult {
         blocks: manifest.blocks.len(),
         stored_bytes: manifest.blocks.iter().map(|block| block.stored_size).sum(),
         archive_size: archive.bytes().len() as u64,
-        block_size: manifest.config.chunk_size,
+        block_size: manifest.config.small_file_threshold,
+        chunk_size: manifest.config.chunk_size,
         zstd_level: manifest.config.zstd_level,
     };
     if args.json {
         output::print_json(&info)?;
     } else {
         output::print(&format!(
-            "path: {}\nformat: ARCX 0.1, {} dialect\nfiles: {} ({} bytes)\nblocks: {} ({} bytes stored)\narchive size: {} bytes\nblock size: {} bytes\nzstd level: {}\n",
+            "path: {}\nformat: ARCX 0.1, {} dialect\nfiles: {} ({} bytes)\nblocks: {} ({} bytes stored)\narchive size: {} bytes\nblock size: {} bytes\nchunk size: {} bytes\nzstd level: {}\n",
             info.path,
             info.dialect,
             info.files,
@@ -227,6 +234,7 @@ fn info(args: &ListArgs) -> CommandResult {
             info.stored_bytes,
             info.archive_size,
             info.block_size,
+            info.chunk_size,
             info.zstd_level
         ))?;
     }
