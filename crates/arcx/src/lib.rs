@@ -1,7 +1,18 @@
 //! ARCX archives: zstd-compressed blocks, a manifest, and a fixed-size
 //! footer that makes opening constant-time; read in both dialects (the
 //! format's specification and what the `arcx` 0.3.0 tool writes), written
-//! in either.
+//! in either. `spec/arcx.md` has both layouts.
+//!
+//! ```
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("hello.txt"), b"hello")?;
+//! let out = dir.path().join("out.arcx");
+//! arcx::pack_dir(dir.path(), &out, arcx::PackOptions::default(), |_| {})?;
+//!
+//! let archive = arcx::Archive::open(&out)?;          // footer, then manifest
+//! assert_eq!(archive.read("hello.txt")?, b"hello");   // only that file's blocks
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod error;
 pub mod format;
