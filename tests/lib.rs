@@ -1,6 +1,9 @@
 //! Cross-crate and interop tests of the binfmt workspace; the tests live in
 //! `tests/tests/`, this library holds what they share.
 
+// Test support: a panic here is a failed test, not a crash on user input.
+#![allow(clippy::panic)]
+
 use std::path::{Path, PathBuf};
 
 /// The repository root.
@@ -79,4 +82,68 @@ pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
             (state >> 32) as u8
         })
         .collect()
+}
+
+/// Running a command-line program in tests.
+pub mod cli {
+    use std::path::Path;
+    use std::process::{Command, Output, Stdio};
+
+    /// Runs `program` with `args`, capturing stdout and stderr.
+    pub fn run(program: &str, args: &[&str]) -> Output {
+        Command::new(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|error| panic!("{program}: {error}"))
+    }
+
+    /// Runs `program` with `args`, feeding `stdin` to it.
+    pub fn run_with_stdin(program: &str, args: &[&str], stdin: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("{program}: {error}"));
+        if let Some(mut input) = child.stdin.take() {
+            input
+                .write_all(stdin)
+                .unwrap_or_else(|error| panic!("writing stdin: {error}"));
+        }
+        child
+            .wait_with_output()
+            .unwrap_or_else(|error| panic!("{program}: {error}"))
+    }
+
+    /// Output bytes as text (invalid UTF-8 replaced).
+    pub fn text(bytes: &[u8]) -> String {
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+
+    /// A path as `&str`, for argument lists.
+    pub fn arg(path: &Path) -> &str {
+        path.to_str()
+            .unwrap_or_else(|| panic!("{} is not UTF-8", path.display()))
+    }
+}
+
+/// Writes `files` (relative path, bytes) under `dir`, creating directories,
+/// and returns them as a map.
+pub fn write_tree(
+    dir: &Path,
+    files: impl IntoIterator<Item = (String, Vec<u8>)>,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut written = std::collections::BTreeMap::new();
+    for (path, bytes) in files {
+        let full = dir.join(&path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent)
+                .unwrap_or_else(|error| panic!("{}: {error}", parent.display()));
+        }
+        std::fs::write(&full, &bytes).unwrap_or_else(|error| panic!("{}: {error}", full.display()));
+        written.insert(path, bytes);
+    }
+    written
 }

@@ -227,20 +227,14 @@ fn time_ours(path: &Path, repeats: usize, read_all: bool) -> Result<Timing, Stri
 
 fn time_python(python: &Path, path: &Path, repeats: usize) -> Result<Timing, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/kastore_bench.py");
-    let output = Command::new(python)
-        .arg(script)
-        .arg(path)
-        .arg(repeats.to_string())
-        .output()
-        .map_err(|e| format!("{}: {e}", python.display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "python: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    let value: serde_json::Value =
-        serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+    let value = run_python(
+        python,
+        &[
+            script.as_os_str(),
+            path.as_os_str(),
+            repeats.to_string().as_ref(),
+        ],
+    )?;
     let seconds = |field: &str| {
         value
             .get(field)

@@ -21,35 +21,30 @@ const DIALECTS: [Dialect; 2] = [Dialect::Spec, Dialect::ArcxCli];
 /// A tree of every shape the packer has to handle, with a small block size
 /// so blocks fill up and split quickly. Returns relative path → bytes.
 fn make_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut add = |path: &str, bytes: Vec<u8>| {
-        let full = dir.join(path);
-        fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(&full, &bytes).unwrap();
-        files.insert(path.to_owned(), bytes);
-    };
-    add("empty", Vec::new());
-    add("one", b"x".to_vec());
-    add("exactly_one_block.bin", pseudo_random_bytes(1, 4096));
-    add(
-        "spans/many/blocks.txt",
-        b"compressible text line\n".repeat(3000),
-    );
-    add("random.bin", pseudo_random_bytes(2, 50_000));
-    add("deep/a/b/c/d/e/f/g/h/file.txt", b"deep".to_vec());
-    add(
-        "unicode/caf\u{e9}/\u{65e5}\u{672c}.txt",
-        "ünïcödé ✓".as_bytes().to_vec(),
-    );
-    add("a.txt", b"sorts after the a/ directory".to_vec());
-    add("a/inner.txt", b"inside a".to_vec());
-    for i in 0..2000 {
-        add(
-            &format!("tiny/{i:04}.txt"),
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        ("empty".into(), Vec::new()),
+        ("one".into(), b"x".to_vec()),
+        ("exactly_one_block.bin".into(), pseudo_random_bytes(1, 4096)),
+        (
+            "spans/many/blocks.txt".into(),
+            b"compressible text line\n".repeat(3000),
+        ),
+        ("random.bin".into(), pseudo_random_bytes(2, 50_000)),
+        ("deep/a/b/c/d/e/f/g/h/file.txt".into(), b"deep".to_vec()),
+        (
+            "unicode/caf\u{e9}/\u{65e5}\u{672c}.txt".into(),
+            "ünïcödé ✓".as_bytes().to_vec(),
+        ),
+        ("a.txt".into(), b"sorts after the a/ directory".to_vec()),
+        ("a/inner.txt".into(), b"inside a".to_vec()),
+    ];
+    files.extend((0..2000).map(|i| {
+        (
+            format!("tiny/{i:04}.txt"),
             format!("tiny file {i}\n").into_bytes(),
-        );
-    }
-    files
+        )
+    }));
+    binfmt_tests::write_tree(dir, files)
 }
 
 fn options(dialect: Dialect) -> PackOptions {

@@ -22,31 +22,29 @@ use binfmt_tests::pseudo_random_bytes;
 /// A tree with tiny files, a compressible file of several MiB, an
 /// incompressible one over 1 MiB, an empty file, and unicode names.
 fn make_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut add = |path: &str, bytes: Vec<u8>| {
-        let full = dir.join(path);
-        fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(&full, &bytes).unwrap();
-        files.insert(path.to_owned(), bytes);
-    };
-    add("empty.txt", Vec::new());
-    add("src/lib.rs", b"pub fn answer() -> u32 { 42 }\n".repeat(50));
-    add(
-        "docs/caf\u{e9}/r\u{e9}sum\u{e9}.md",
-        "# Résumé ✓\n".repeat(10).into_bytes(),
-    );
-    add(
-        "data/large_text.csv",
-        b"id,name,value\n1,alpha,0.5\n".repeat(200_000),
-    );
-    add("data/noise.bin", pseudo_random_bytes(7, 2_500_000));
-    for i in 0..300 {
-        add(
-            &format!("many/{i:03}.json"),
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        ("empty.txt".into(), Vec::new()),
+        (
+            "src/lib.rs".into(),
+            b"pub fn answer() -> u32 { 42 }\n".repeat(50),
+        ),
+        (
+            "docs/caf\u{e9}/r\u{e9}sum\u{e9}.md".into(),
+            "# Résumé ✓\n".repeat(10).into_bytes(),
+        ),
+        (
+            "data/large_text.csv".into(),
+            b"id,name,value\n1,alpha,0.5\n".repeat(200_000),
+        ),
+        ("data/noise.bin".into(), pseudo_random_bytes(7, 2_500_000)),
+    ];
+    files.extend((0..300).map(|i| {
+        (
+            format!("many/{i:03}.json"),
             format!("{{\"i\": {i}}}\n").into_bytes(),
-        );
-    }
-    files
+        )
+    }));
+    binfmt_tests::write_tree(dir, files)
 }
 
 fn run(tool: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {

@@ -8,23 +8,13 @@
     clippy::indexing_slicing
 )]
 
+use binfmt_tests::cli::{self, arg, text};
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn binfmt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_binfmt"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
+    cli::run(env!("CARGO_BIN_EXE_binfmt"), args)
 }
 
 fn tree(dir: &Path) -> std::path::PathBuf {
@@ -50,8 +40,8 @@ fn pack_list_info_get_extract_verify() {
         let packed = binfmt(&[
             "arcx",
             "pack",
-            s(&tree),
-            s(&archive),
+            arg(&tree),
+            arg(&archive),
             "--dialect",
             dialect,
             "--level",
@@ -71,30 +61,30 @@ fn pack_list_info_get_extract_verify() {
         );
 
         assert_eq!(
-            text(&binfmt(&["arcx", "list", s(&archive)]).stdout),
+            text(&binfmt(&["arcx", "list", arg(&archive)]).stdout),
             "6\ta.txt\n300000\tsub/b.bin\n"
         );
         let json: serde_json::Value =
-            serde_json::from_slice(&binfmt(&["arcx", "list", "--json", s(&archive)]).stdout)
+            serde_json::from_slice(&binfmt(&["arcx", "list", "--json", arg(&archive)]).stdout)
                 .unwrap();
         assert_eq!(json[0]["path"], "a.txt");
         assert_eq!(json[1]["size"], 300000);
         assert_eq!(json[0]["sha256"].as_str().unwrap().len(), 64);
 
         let info: serde_json::Value =
-            serde_json::from_slice(&binfmt(&["arcx", "info", "--json", s(&archive)]).stdout)
+            serde_json::from_slice(&binfmt(&["arcx", "info", "--json", arg(&archive)]).stdout)
                 .unwrap();
         assert_eq!(info["dialect"], dialect);
         assert_eq!(info["files"], 2);
         assert_eq!(info["block_size"], 65536);
 
         assert_eq!(
-            binfmt(&["arcx", "get", s(&archive), "a.txt"]).stdout,
+            binfmt(&["arcx", "get", arg(&archive), "a.txt"]).stdout,
             b"alpha\n"
         );
         let out = dir.path().join("b.out");
         assert!(
-            binfmt(&["arcx", "get", s(&archive), "sub/b.bin", "-o", s(&out)])
+            binfmt(&["arcx", "get", arg(&archive), "sub/b.bin", "-o", arg(&out)])
                 .status
                 .success()
         );
@@ -105,7 +95,7 @@ fn pack_list_info_get_extract_verify() {
 
         let extracted = dir.path().join(format!("x-{dialect}"));
         assert!(
-            binfmt(&["arcx", "extract", s(&archive), s(&extracted)])
+            binfmt(&["arcx", "extract", arg(&archive), arg(&extracted)])
                 .status
                 .success()
         );
@@ -114,7 +104,7 @@ fn pack_list_info_get_extract_verify() {
             fs::read(tree.join("sub/b.bin")).unwrap()
         );
 
-        let verified = binfmt(&["arcx", "verify", s(&archive)]);
+        let verified = binfmt(&["arcx", "verify", arg(&archive)]);
         assert!(verified.status.success());
         assert!(text(&verified.stdout).contains("ok, 2 files"));
     }
@@ -126,12 +116,12 @@ fn errors_and_exit_codes() {
     let tree = tree(dir.path());
     let archive = dir.path().join("x.arcx");
     assert!(
-        binfmt(&["arcx", "pack", s(&tree), s(&archive)])
+        binfmt(&["arcx", "pack", arg(&tree), arg(&archive)])
             .status
             .success()
     );
 
-    let missing = binfmt(&["arcx", "get", s(&archive), "nope"]);
+    let missing = binfmt(&["arcx", "get", arg(&archive), "nope"]);
     assert_eq!(missing.status.code(), Some(1));
     assert_eq!(
         text(&missing.stderr),
@@ -145,7 +135,7 @@ fn errors_and_exit_codes() {
     bytes[100] ^= 0xff;
     let corrupt = dir.path().join("corrupt.arcx");
     fs::write(&corrupt, &bytes).unwrap();
-    let verify = binfmt(&["arcx", "verify", s(&corrupt)]);
+    let verify = binfmt(&["arcx", "verify", arg(&corrupt)]);
     assert_eq!(verify.status.code(), Some(1));
     assert!(
         text(&verify.stderr).contains("block 0"),
@@ -154,15 +144,22 @@ fn errors_and_exit_codes() {
     );
 
     assert_eq!(
-        binfmt(&["arcx", "pack", s(&tree), s(&archive), "--level", "30"])
+        binfmt(&["arcx", "pack", arg(&tree), arg(&archive), "--level", "30"])
             .status
             .code(),
         Some(2)
     );
     assert_eq!(
-        binfmt(&["arcx", "pack", s(&tree), s(&archive), "--dialect", "zip"])
-            .status
-            .code(),
+        binfmt(&[
+            "arcx",
+            "pack",
+            arg(&tree),
+            arg(&archive),
+            "--dialect",
+            "zip"
+        ])
+        .status
+        .code(),
         Some(2)
     );
     assert_eq!(binfmt(&["arcx", "list"]).status.code(), Some(2));
@@ -170,8 +167,8 @@ fn errors_and_exit_codes() {
         binfmt(&[
             "arcx",
             "pack",
-            s(&dir.path().join("absent")),
-            s(&dir.path().join("y.arcx"))
+            arg(&dir.path().join("absent")),
+            arg(&dir.path().join("y.arcx"))
         ])
         .status
         .code(),

@@ -9,34 +9,19 @@
     clippy::indexing_slicing
 )]
 
-use std::io::Write;
+use binfmt_tests::cli::{self, text};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use binfmt_tests::interop::python;
 use kastore::{ItemType, Store, Writer};
 
 fn binfmt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_binfmt"))
-        .args(args)
-        .output()
-        .unwrap()
+    cli::run(env!("CARGO_BIN_EXE_binfmt"), args)
 }
 
 fn binfmt_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_binfmt"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8(bytes.to_vec()).unwrap()
+    cli::run_with_stdin(env!("CARGO_BIN_EXE_binfmt"), args, stdin)
 }
 
 /// A store with every type, awkward float values, and a unicode key.

@@ -8,20 +8,14 @@
     clippy::indexing_slicing
 )]
 
+use binfmt_tests::cli::{self, text};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use parcode::{ChunkGraph, Compression};
 
 fn binfmt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_binfmt"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    cli::run(env!("CARGO_BIN_EXE_binfmt"), args)
 }
 
 /// A Vec of 30 u64 in 3 shards, LZ4-compressed.

@@ -8,20 +8,13 @@
     clippy::indexing_slicing
 )]
 
-use std::path::Path;
-use std::process::{Command, Output};
+use binfmt_tests::cli::{self, arg, text};
+use std::process::Output;
 
 use binfmt_tests::fixture;
 
 fn binfmt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_binfmt"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    cli::run(env!("CARGO_BIN_EXE_binfmt"), args)
 }
 
 /// A copy of the golden fold's shards in a fresh directory.
@@ -38,10 +31,6 @@ fn golden_fold() -> tempfile::TempDir {
     dir
 }
 
-fn s(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
 #[test]
 fn index_a_fold_like_the_reference_indexer() {
     let dir = golden_fold();
@@ -49,7 +38,7 @@ fn index_a_fold_like_the_reference_indexer() {
         let output = binfmt(&[
             "taridx",
             "index",
-            s(dir.path()),
+            arg(dir.path()),
             "--fold",
             "golden",
             "--jobs",
@@ -68,10 +57,17 @@ fn index_explicit_shards_in_the_given_order() {
     let out = dir.path().join("custom.taridx");
     let second = dir.path().join("golden_0002.tar");
     let first = dir.path().join("golden_0000.tar");
-    let output = binfmt(&["taridx", "index", "--out", s(&out), s(&second), s(&first)]);
+    let output = binfmt(&[
+        "taridx",
+        "index",
+        "--out",
+        arg(&out),
+        arg(&second),
+        arg(&first),
+    ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let info: serde_json::Value =
-        serde_json::from_slice(&binfmt(&["taridx", "info", "--json", s(&out)]).stdout).unwrap();
+        serde_json::from_slice(&binfmt(&["taridx", "info", "--json", arg(&out)]).stdout).unwrap();
     assert_eq!(info["rows"], 11);
     // golden_0002.tar came first: its extensions were seen first.
     assert_eq!(info["extensions"][0], "tar.gz");
@@ -80,7 +76,7 @@ fn index_explicit_shards_in_the_given_order() {
 #[test]
 fn info_text_and_json() {
     let golden = fixture("reference/taridx/golden.taridx");
-    let info = text(&binfmt(&["taridx", "info", s(&golden)]).stdout);
+    let info = text(&binfmt(&["taridx", "info", arg(&golden)]).stdout);
     assert!(
         info.contains("rows: 17\n")
             && info.contains("stems: 8\n")
@@ -92,7 +88,8 @@ fn info_text_and_json() {
         "{info}"
     );
     let json: serde_json::Value =
-        serde_json::from_slice(&binfmt(&["taridx", "info", "--json", s(&golden)]).stdout).unwrap();
+        serde_json::from_slice(&binfmt(&["taridx", "info", "--json", arg(&golden)]).stdout)
+            .unwrap();
     assert_eq!(json["version"], "1.0");
     assert_eq!(json["stems"], 8);
     assert_eq!(json["crash_stems"], serde_json::json!([]));
@@ -101,7 +98,7 @@ fn info_text_and_json() {
             "taridx",
             "info",
             "--json",
-            s(&fixture("reference/taridx/mixed.taridx")),
+            arg(&fixture("reference/taridx/mixed.taridx")),
         ])
         .stdout,
     )
@@ -113,7 +110,7 @@ fn info_text_and_json() {
 fn get_one_payload_or_all() {
     let golden = fixture("reference/taridx/golden.taridx");
     let tar_bytes = std::fs::read(fixture("reference/taridx/golden_0000.tar")).unwrap();
-    let one = binfmt(&["taridx", "get", s(&golden), "000001", "--ext", "json"]);
+    let one = binfmt(&["taridx", "get", arg(&golden), "000001", "--ext", "json"]);
     assert!(one.status.success(), "{}", text(&one.stderr));
     assert_eq!(one.stdout.len(), 40);
     // The second member: the first (700 bytes) pads to 1024, so its header
@@ -122,7 +119,7 @@ fn get_one_payload_or_all() {
 
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sample");
-    let all = binfmt(&["taridx", "get", s(&golden), "000004", "-o", s(&out)]);
+    let all = binfmt(&["taridx", "get", arg(&golden), "000004", "-o", arg(&out)]);
     assert!(all.status.success(), "{}", text(&all.stderr));
     let mut names: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
@@ -135,20 +132,20 @@ fn get_one_payload_or_all() {
         3000
     );
 
-    let single = binfmt(&["taridx", "get", s(&golden), "000005"]);
+    let single = binfmt(&["taridx", "get", arg(&golden), "000005"]);
     assert_eq!(single.stdout.len(), 1);
 }
 
 #[test]
 fn errors_and_exit_codes() {
     let golden = fixture("reference/taridx/golden.taridx");
-    let missing = binfmt(&["taridx", "get", s(&golden), "nope"]);
+    let missing = binfmt(&["taridx", "get", arg(&golden), "nope"]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(
         text(&missing.stderr).starts_with("binfmt: ") && text(&missing.stderr).contains("nope")
     );
 
-    let ambiguous = binfmt(&["taridx", "get", s(&golden), "000001"]);
+    let ambiguous = binfmt(&["taridx", "get", arg(&golden), "000001"]);
     assert_eq!(ambiguous.status.code(), Some(2));
     assert!(text(&ambiguous.stderr).contains("jpg, json, cls"));
 
@@ -157,7 +154,7 @@ fn errors_and_exit_codes() {
     let mut bytes = std::fs::read(&shard).unwrap();
     bytes[100] ^= 1; // mode field of the first header
     std::fs::write(&shard, bytes).unwrap();
-    let corrupt = binfmt(&["taridx", "index", s(dir.path()), "--fold", "golden"]);
+    let corrupt = binfmt(&["taridx", "index", arg(dir.path()), "--fold", "golden"]);
     assert_eq!(corrupt.status.code(), Some(1));
     assert_eq!(
         text(&corrupt.stderr),
@@ -170,7 +167,7 @@ fn errors_and_exit_codes() {
 
     let bad_index = dir.path().join("bad.taridx");
     std::fs::write(&bad_index, b"TARIDX\0\0\x02\0").unwrap();
-    let bad = binfmt(&["taridx", "info", s(&bad_index)]);
+    let bad = binfmt(&["taridx", "info", arg(&bad_index)]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(
         text(&bad.stderr).contains("bad.taridx: truncated header"),
@@ -179,7 +176,7 @@ fn errors_and_exit_codes() {
     );
 
     assert_eq!(
-        binfmt(&["taridx", "index", s(dir.path())]).status.code(),
+        binfmt(&["taridx", "index", arg(dir.path())]).status.code(),
         Some(2)
     );
     assert_eq!(
@@ -188,7 +185,7 @@ fn errors_and_exit_codes() {
             .code(),
         Some(2)
     );
-    let no_shards = binfmt(&["taridx", "index", s(dir.path()), "--fold", "absent"]);
+    let no_shards = binfmt(&["taridx", "index", arg(dir.path()), "--fold", "absent"]);
     assert_eq!(no_shards.status.code(), Some(1));
 }
 
