@@ -1,5 +1,6 @@
 //! The front door of the binfmt toolkit: recognise a file's format from its
-//! magic bytes, whatever the format.
+//! magic bytes ([`sniff`]) and read any supported file as named entries
+//! ([`open`]).
 //!
 //! ```no_run
 //! let format = binfmt::sniff("data/train.taridx")?;
@@ -7,7 +8,9 @@
 //! # Ok::<(), binfmt::Error>(())
 //! ```
 
+pub mod entries;
 pub mod sniff;
 
 pub use binfmt_core::{Error, Result};
+pub use entries::{Entry, EntrySource, open};
 pub use sniff::{Format, sniff, sniff_bytes};

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod arcx;
+pub mod generic;
 pub mod kast;
 pub mod par4;
 pub mod sniff;

@@ -1,0 +1,125 @@
+//! Commands that work on any supported file, through [`binfmt::open`].
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::output::{self, CommandResult, Status};
+
+/// Show a file's format, entry count and total size.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  binfmt info data.arcx\n  binfmt info --json tables.trees")]
+pub struct InfoArgs {
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    file: PathBuf,
+    /// Print a JSON object: {"path", "format", "entries", "bytes"}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// List a file's entries, one per line: SIZE<TAB>NAME.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt list data.arcx\n  binfmt list --json shards/train.taridx"
+)]
+pub struct ListArgs {
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    file: PathBuf,
+    /// Print a JSON array of {"name", "size"} (and "kind" where the format has one).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Write one entry's bytes to stdout (or -o OUT).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt get data.arcx src/lib.rs\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt get tables.trees nodes/time > time.f64"
+)]
+pub struct GetArgs {
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    file: PathBuf,
+    /// The entry's name, as `binfmt list` shows it.
+    name: String,
+    /// Where to write (default: stdout).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+/// Check everything the file's format can check.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  binfmt verify data.arcx")]
+pub struct VerifyArgs {
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    file: PathBuf,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct Info {
+    path: String,
+    format: binfmt::Format,
+    entries: usize,
+    bytes: u64,
+}
+
+pub fn info(args: &InfoArgs) -> CommandResult {
+    let source = binfmt::open(&args.file)?;
+    let entries = source.list().map_err(|e| output::about(&args.file, e))?;
+    let info = Info {
+        path: args.file.display().to_string(),
+        format: source.format(),
+        entries: entries.len(),
+        bytes: entries.iter().map(|entry| entry.size).sum(),
+    };
+    if args.json {
+        output::print_json(&info)?;
+    } else {
+        output::print(&format!(
+            "path: {}\nformat: {}\nentries: {}\nbytes: {}\n",
+            info.path, info.format, info.entries, info.bytes
+        ))?;
+    }
+    Ok(Status::Success)
+}
+
+pub fn list(args: &ListArgs) -> CommandResult {
+    let source = binfmt::open(&args.file)?;
+    let entries = source.list().map_err(|e| output::about(&args.file, e))?;
+    if args.json {
+        output::print_json(&entries)?;
+    } else {
+        output::to_stdout(|out| {
+            entries
+                .iter()
+                .try_for_each(|entry| writeln!(out, "{}\t{}", entry.size, entry.name))
+        })?;
+    }
+    Ok(Status::Success)
+}
+
+pub fn get(args: &GetArgs) -> CommandResult {
+    let source = binfmt::open(&args.file)?;
+    let bytes = source
+        .read(&args.name)
+        .map_err(|e| output::about(&args.file, e))?;
+    match &args.output {
+        Some(path) => {
+            let mut out = binfmt_core::AtomicFile::create(path).map_err(|e| e.to_string())?;
+            out.write_all(&bytes).map_err(|e| output::about(path, e))?;
+            out.commit().map_err(|e| e.to_string())?;
+        }
+        None => output::to_stdout(|out| out.write_all(&bytes))?,
+    }
+    Ok(Status::Success)
+}
+
+pub fn verify(args: &VerifyArgs) -> CommandResult {
+    let source = binfmt::open(&args.file)?;
+    source.verify().map_err(|e| output::about(&args.file, e))?;
+    let entries = source.list().map_err(|e| output::about(&args.file, e))?;
+    output::print(&format!(
+        "{}: ok, {} {} entries\n",
+        args.file.display(),
+        entries.len(),
+        source.format()
+    ))?;
+    Ok(Status::Success)
+}

@@ -1,0 +1,277 @@
+//! One view of every format: named entries that can be listed, read and
+//! verified.
+//!
+//! | format | entries |
+//! |---|---|
+//! | TARIDX (+ its shards) | the fold's tar members, by full member name, read through the index |
+//! | ARCX | files, by path |
+//! | KAST | keys; an entry's bytes are the array's little-endian bytes |
+//! | PAR4 | the entries of a root `HashMap<String, Vec<u8>>` (inline or bucketed); any other PAR4 file has no named entries |
+//! | tar | not opened here: index it with `binfmt taridx index` first |
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::sniff::{Format, sniff};
+
+/// One entry of a listing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Entry {
+    /// The entry's name (path, member name, key).
+    pub name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What the format says about its type, where it says anything (the
+    /// kastore element type).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+}
+
+/// A file of any supported format, seen as named entries.
+pub trait EntrySource {
+    /// The file's format.
+    fn format(&self) -> Format;
+    /// Every entry, in the file's order.
+    fn list(&self) -> Result<Vec<Entry>, String>;
+    /// The bytes of the entry called `name`.
+    fn read(&self, name: &str) -> Result<Vec<u8>, String>;
+    /// Checks everything the format can check.
+    fn verify(&self) -> Result<(), String>;
+}
+
+/// Opens `path` as named entries, whatever its format.
+pub fn open(path: &Path) -> Result<Box<dyn EntrySource>, String> {
+    let failed = |error: &dyn std::fmt::Display| crate_error(path, error);
+    match sniff(path).map_err(|e| failed(&e))? {
+        Format::Arcx => Ok(Box::new(arcx::Archive::open(path).map_err(|e| failed(&e))?)),
+        Format::Kast => Ok(Box::new(
+            kastore::Store::open(path).map_err(|e| failed(&e))?,
+        )),
+        Format::Par4 => Ok(Box::new(Par4Entries::open(path)?)),
+        Format::Taridx => Ok(Box::new(FoldEntries::open(path)?)),
+        Format::Tar => Err(format!(
+            "{}: a tar file: index it with `binfmt taridx index` to read it as entries",
+            path.display()
+        )),
+        Format::Unknown => Err(format!("{}: not a format binfmt reads", path.display())),
+    }
+}
+
+fn crate_error(path: &Path, error: &dyn std::fmt::Display) -> String {
+    let message = error.to_string();
+    let name = path.display().to_string();
+    if message.starts_with(&name) {
+        message
+    } else {
+        format!("{name}: {message}")
+    }
+}
+
+impl EntrySource for arcx::Archive {
+    fn format(&self) -> Format {
+        Format::Arcx
+    }
+
+    fn list(&self) -> Result<Vec<Entry>, String> {
+        Ok(self
+            .files()
+            .iter()
+            .map(|file| Entry {
+                name: file.path.clone(),
+                size: file.size,
+                kind: None,
+            })
+            .collect())
+    }
+
+    fn read(&self, name: &str) -> Result<Vec<u8>, String> {
+        arcx::Archive::read(self, name).map_err(|e| e.to_string())
+    }
+
+    fn verify(&self) -> Result<(), String> {
+        arcx::Archive::verify(self).map_err(|e| e.to_string())
+    }
+}
+
+impl EntrySource for kastore::Store {
+    fn format(&self) -> Format {
+        Format::Kast
+    }
+
+    fn list(&self) -> Result<Vec<Entry>, String> {
+        Ok(self
+            .items()
+            .map(|item| Entry {
+                name: String::from_utf8_lossy(item.key()).into_owned(),
+                size: item.le_bytes().len() as u64,
+                kind: Some(item.item_type().name()),
+            })
+            .collect())
+    }
+
+    fn read(&self, name: &str) -> Result<Vec<u8>, String> {
+        self.get(name)
+            .map(|item| item.le_bytes().to_vec())
+            .map_err(|e| e.to_string())
+    }
+
+    fn verify(&self) -> Result<(), String> {
+        // Opening checked every descriptor; touching every array checks the
+        // bytes are there.
+        self.items().for_each(|item| {
+            std::hint::black_box(item.le_bytes());
+        });
+        Ok(())
+    }
+}
+
+/// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`.
+struct Par4Entries {
+    file: parcode::ParFile,
+    path: PathBuf,
+}
+
+impl Par4Entries {
+    fn open(path: &Path) -> Result<Self, String> {
+        let file = parcode::ParFile::open(path).map_err(|e| crate_error(path, &e))?;
+        Ok(Self {
+            file,
+            path: path.to_owned(),
+        })
+    }
+
+    fn map(&self) -> Result<HashMap<String, Vec<u8>>, String> {
+        let root = self.file.root().map_err(|e| e.to_string())?;
+        parcode::LazyMap::<String, Vec<u8>>::new(root)
+            .and_then(|map| map.load())
+            .map_err(|e| format!("{}: the root is not a HashMap<String, Vec<u8>>, so the file has no named entries ({e}); `binfmt par4 inspect` shows its chunk tree", self.path.display()))
+    }
+}
+
+impl EntrySource for Par4Entries {
+    fn format(&self) -> Format {
+        Format::Par4
+    }
+
+    fn list(&self) -> Result<Vec<Entry>, String> {
+        let mut entries: Vec<Entry> = self
+            .map()?
+            .into_iter()
+            .map(|(name, bytes)| Entry {
+                name,
+                size: bytes.len() as u64,
+                kind: None,
+            })
+            .collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    fn read(&self, name: &str) -> Result<Vec<u8>, String> {
+        let root = self.file.root().map_err(|e| e.to_string())?;
+        let map = parcode::LazyMap::<String, Vec<u8>>::new(root).map_err(|e| e.to_string())?;
+        map.get(name)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("no entry {name:?}"))
+    }
+
+    fn verify(&self) -> Result<(), String> {
+        self.file.verify().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+/// A TARIDX index with its fold's shards beside it, its rows named by the
+/// tar members' full names.
+struct FoldEntries {
+    dataset: taridx::Dataset,
+    /// (member name, row index), in row order.
+    names: Vec<(String, usize)>,
+}
+
+impl FoldEntries {
+    fn open(path: &Path) -> Result<Self, String> {
+        let failed = |e: &dyn std::fmt::Display| crate_error(path, e);
+        let fold = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .ok_or_else(|| failed(&"the index file name has no fold name"))?;
+        let root = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let shards = taridx::fold_shards(&root, fold).map_err(|e| failed(&e))?;
+        let dataset = taridx::Dataset::open(path, &shards).map_err(|e| failed(&e))?;
+        // Full member names (GNU long names and pax paths included) come
+        // from the shards' headers, matched to rows by shard and offset.
+        let mut by_position = HashMap::new();
+        for (fid, shard) in shards.iter().enumerate() {
+            let bytes = binfmt_core::ByteSource::open(shard).map_err(|e| failed(&e))?;
+            let members = taridx::tar::scan(&bytes).map_err(|(offset, problem)| {
+                failed(&format!(
+                    "shard {}: {problem} at byte {offset}",
+                    shard.display()
+                ))
+            })?;
+            for member in members {
+                by_position.insert(
+                    (fid as u16, member.offset),
+                    String::from_utf8_lossy(&member.name).into_owned(),
+                );
+            }
+        }
+        let mut names = Vec::with_capacity(dataset.num_rows());
+        for (row_index, row) in dataset.rows().iter().enumerate() {
+            let name = by_position
+                .remove(&(row.fid.get(), row.offset.get()))
+                .ok_or_else(|| {
+                    failed(&format!(
+                        "row {row_index} points at no member of shard {}",
+                        row.fid.get()
+                    ))
+                })?;
+            names.push((name, row_index));
+        }
+        Ok(Self { dataset, names })
+    }
+}
+
+impl EntrySource for FoldEntries {
+    fn format(&self) -> Format {
+        Format::Taridx
+    }
+
+    fn list(&self) -> Result<Vec<Entry>, String> {
+        let rows = self.dataset.rows();
+        Ok(self
+            .names
+            .iter()
+            .filter_map(|(name, index)| {
+                rows.get(*index).map(|row| Entry {
+                    name: name.clone(),
+                    size: row.size.get(),
+                    kind: None,
+                })
+            })
+            .collect())
+    }
+
+    fn read(&self, name: &str) -> Result<Vec<u8>, String> {
+        let (_, index) = self
+            .names
+            .iter()
+            .find(|(member, _)| member == name)
+            .ok_or_else(|| format!("no member {name:?}"))?;
+        let row = self
+            .dataset
+            .rows()
+            .get(*index)
+            .ok_or_else(|| format!("no member {name:?}"))?;
+        self.dataset
+            .payload(row)
+            .map(<[u8]>::to_vec)
+            .map_err(|e| e.to_string())
+    }
+
+    fn verify(&self) -> Result<(), String> {
+        self.dataset.verify().map_err(|e| e.to_string())
+    }
+}

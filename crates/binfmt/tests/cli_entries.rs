@@ -1,0 +1,135 @@
+//! `binfmt info|list|get|verify` on every format, run as a real process.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::process::Output;
+
+use binfmt_tests::cli::{self, arg, text};
+use binfmt_tests::fixture;
+
+fn binfmt(args: &[&str]) -> Output {
+    cli::run(env!("CARGO_BIN_EXE_binfmt"), args)
+}
+
+#[test]
+fn every_format_lists_reads_and_verifies_the_same_way() {
+    // (file, entries, an entry, its bytes)
+    let arcx = fixture("reference/sample.arcx");
+    let kast = fixture("reference/all_types.kas");
+    let par4 = fixture("reference/map.par4");
+    let taridx = fixture("reference/taridx/golden.taridx");
+    let tar = std::fs::read(fixture("reference/taridx/golden_0000.tar")).unwrap();
+    let cases: [(&std::path::Path, usize, &str, Vec<u8>); 4] = [
+        (&arcx, 3, "sample/0001.json", b"{\"label\": 1}\n".to_vec()),
+        (
+            &kast,
+            10,
+            "int16",
+            [0i16, 1, 2, 3, 4]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+        ),
+        (&par4, 3, "hello.txt", b"hello, world\n".to_vec()),
+        // The second member of the first shard: payload at 2048, 40 bytes.
+        (&taridx, 17, "s/000001.json", tar[2048..2088].to_vec()),
+    ];
+    for (file, count, name, bytes) in cases {
+        let listing = binfmt(&["list", arg(file)]);
+        assert!(
+            listing.status.success(),
+            "{}: {}",
+            file.display(),
+            text(&listing.stderr)
+        );
+        assert_eq!(
+            text(&listing.stdout).lines().count(),
+            count,
+            "{}",
+            file.display()
+        );
+        assert!(
+            text(&listing.stdout).contains(&format!("{}\t{name}\n", bytes.len())),
+            "{}",
+            file.display()
+        );
+
+        let json: serde_json::Value =
+            serde_json::from_slice(&binfmt(&["list", "--json", arg(file)]).stdout).unwrap();
+        assert_eq!(json.as_array().unwrap().len(), count);
+
+        assert_eq!(
+            binfmt(&["get", arg(file), name]).stdout,
+            bytes,
+            "{} {name}",
+            file.display()
+        );
+        let verified = binfmt(&["verify", arg(file)]);
+        assert!(verified.status.success(), "{}", text(&verified.stderr));
+
+        let info: serde_json::Value =
+            serde_json::from_slice(&binfmt(&["info", "--json", arg(file)]).stdout).unwrap();
+        assert_eq!(info["entries"], count);
+    }
+    let kinds: serde_json::Value =
+        serde_json::from_slice(&binfmt(&["list", "--json", arg(&kast)]).stdout).unwrap();
+    assert_eq!(kinds[0]["kind"], "float32");
+}
+
+#[test]
+fn get_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("got.txt");
+    let output = binfmt(&[
+        "get",
+        arg(&fixture("reference/map.par4")),
+        "café.txt",
+        "-o",
+        arg(&out),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(std::fs::read(out).unwrap(), b"unicode name\n");
+}
+
+#[test]
+fn errors_name_the_file_and_exit_1() {
+    let missing = binfmt(&["get", arg(&fixture("reference/sample.arcx")), "nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing.stderr).contains("sample.arcx") && text(&missing.stderr).contains("nope")
+    );
+
+    let tar = binfmt(&["list", arg(&fixture("reference/sample.tar"))]);
+    assert_eq!(tar.status.code(), Some(1));
+    assert!(
+        text(&tar.stderr).contains("taridx index"),
+        "{}",
+        text(&tar.stderr)
+    );
+
+    // sample.taridx has no shards named by the fold convention beside it.
+    let no_shards = binfmt(&["list", arg(&fixture("reference/sample.taridx"))]);
+    assert_eq!(no_shards.status.code(), Some(1));
+
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.bin");
+    std::fs::write(&junk, b"not a known format at all").unwrap();
+    assert_eq!(binfmt(&["info", arg(&junk)]).status.code(), Some(1));
+    assert_eq!(binfmt(&["get", arg(&junk)]).status.code(), Some(2));
+}
+
+#[test]
+fn every_generic_command_has_examples() {
+    for command in ["info", "list", "get", "verify"] {
+        assert!(
+            text(&binfmt(&[command, "--help"]).stdout).contains("Examples:"),
+            "{command}"
+        );
+    }
+}
