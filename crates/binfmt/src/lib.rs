@@ -8,9 +8,11 @@
 //! # Ok::<(), binfmt::Error>(())
 //! ```
 
+pub mod convert;
 pub mod entries;
 pub mod sniff;
 
 pub use binfmt_core::{Error, Result};
+pub use convert::{ConvertOptions, ConvertSummary, convert};
 pub use entries::{Entry, EntrySource, open};
 pub use sniff::{Format, sniff, sniff_bytes};

@@ -11,7 +11,8 @@
 //! ```
 //!
 //! - [`format`]: the header and row layouts;
-//! - [`tar`]: header blocks and the header-only shard scan;
+//! - [`tar`]: header blocks and the header-only shard scan; [`TarWriter`]
+//!   writes deterministic ustar/pax shards;
 //! - [`build`]: indexing shards ([`index_shards`], [`index_fold`]);
 //! - [`Index`]: a checked index with its rows in place, and [`Index::verify`];
 //! - [`Dataset`]: samples, lookups, filters and payloads over index + shards.
@@ -36,6 +37,7 @@ mod error;
 pub mod format;
 mod index;
 pub mod tar;
+mod tar_writer;
 
 pub use build::{
     IndexBuilder, IndexOptions, fold_index_path, fold_shards, index_fold, index_shards,
@@ -44,3 +46,4 @@ pub use dataset::Dataset;
 pub use error::{Result, TaridxError};
 pub use format::{MAGIC, Row};
 pub use index::Index;
+pub use tar_writer::TarWriter;

@@ -1,0 +1,190 @@
+//! Converting a set of entries through every ordered pair of formats and
+//! back, comparing every entry's bytes.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use binfmt::{ConvertOptions, Format, convert, open};
+use binfmt_tests::{pseudo_random_bytes, write_tree};
+
+const FORMATS: [Format; 4] = [Format::Arcx, Format::Kast, Format::Par4, Format::Taridx];
+
+fn entries_of(path: &Path) -> BTreeMap<String, Vec<u8>> {
+    let source = open(path).unwrap();
+    source
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|entry| {
+            let bytes = source.read(&entry.name).unwrap();
+            assert_eq!(bytes.len() as u64, entry.size, "{}", entry.name);
+            (entry.name, bytes)
+        })
+        .collect()
+}
+
+/// Where a file of `format` goes in `dir` (TARIDX: an index named by its fold).
+fn target(dir: &Path, stem: &str, format: Format) -> PathBuf {
+    let extension = match format {
+        Format::Arcx => "arcx",
+        Format::Kast => "kas",
+        Format::Par4 => "par4",
+        _ => "taridx",
+    };
+    dir.join(format!("{stem}.{extension}"))
+}
+
+#[test]
+fn every_ordered_pair_round_trips_every_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        ("empty".into(), Vec::new()),
+        ("large/blob.bin".into(), pseudo_random_bytes(1, 3_000_000)),
+        (
+            "donn\u{e9}es/\u{e9}t\u{e9}.txt".into(),
+            "été ✓\n".as_bytes().to_vec(),
+        ),
+        (
+            "a/very/deeply/nested/path/to/a/file.json".into(),
+            b"{\"deep\": true}".to_vec(),
+        ),
+        (
+            format!("{}/long_name.txt", "segment".repeat(30)),
+            b"needs a pax path in tar".to_vec(),
+        ),
+    ];
+    files.extend((0..1000).map(|i| {
+        (
+            format!("small/{i:04}.dat"),
+            format!("entry {i}").into_bytes(),
+        )
+    }));
+    let expected = write_tree(&tree, files);
+
+    let origin = dir.path().join("origin.arcx");
+    arcx::pack_dir(&tree, &origin, arcx::PackOptions::default(), |_| {}).unwrap();
+    assert_eq!(entries_of(&origin), expected);
+
+    // One file of every format, made from the archive.
+    let mut sources = BTreeMap::new();
+    sources.insert(Format::Arcx.name(), origin.clone());
+    for format in [Format::Kast, Format::Par4, Format::Taridx] {
+        let stem = format!("src_{}", format.name());
+        let sub = dir.path().join(&stem);
+        std::fs::create_dir(&sub).unwrap();
+        let path = target(&sub, &stem, format);
+        convert(&origin, &path, format, &ConvertOptions::default()).unwrap();
+        assert_eq!(entries_of(&path), expected, "to {format}");
+        sources.insert(format.name(), path);
+    }
+
+    let mut pairs = 0;
+    for from in FORMATS {
+        for to in FORMATS {
+            if from == to {
+                continue;
+            }
+            let step = dir.path().join(format!("{}_to_{}", from.name(), to.name()));
+            std::fs::create_dir(&step).unwrap();
+            let there = target(&step, "there", to);
+            let options = ConvertOptions {
+                shard_size: 1 << 20,
+                ..ConvertOptions::default()
+            };
+            convert(&sources[from.name()], &there, to, &options).unwrap();
+            assert_eq!(entries_of(&there), expected, "{from} -> {to}");
+            let back_dir = step.join("back");
+            std::fs::create_dir(&back_dir).unwrap();
+            let back = target(&back_dir, "back", from);
+            convert(&there, &back, from, &options).unwrap();
+            assert_eq!(entries_of(&back), expected, "{from} -> {to} -> {from}");
+            pairs += 1;
+        }
+    }
+    assert_eq!(pairs, 12);
+}
+
+#[test]
+fn taridx_targets_split_shards_and_open_by_the_fold_convention() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let expected = write_tree(
+        &tree,
+        (0..50).map(|i| (format!("s/{i:03}.bin"), pseudo_random_bytes(i, 100_000))),
+    );
+    let origin = dir.path().join("o.arcx");
+    arcx::pack_dir(&tree, &origin, arcx::PackOptions::default(), |_| {}).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let index = out.join("train.taridx");
+    let summary = convert(
+        &origin,
+        &index,
+        Format::Taridx,
+        &ConvertOptions {
+            shard_size: 1 << 20,
+            ..ConvertOptions::default()
+        },
+    )
+    .unwrap();
+    // 50 members of ~100 KB in 1 MiB shards: several shards, each within the limit.
+    let shards = taridx::fold_shards(&out, "train").unwrap();
+    assert!(shards.len() >= 5, "{} shards", shards.len());
+    assert_eq!(summary.outputs.len(), shards.len() + 1);
+    assert!(
+        shards
+            .iter()
+            .all(|shard| std::fs::metadata(shard).unwrap().len() <= 1 << 20)
+    );
+    assert_eq!(entries_of(&index), expected);
+
+    // Converting again into the same place would mix two folds: refused.
+    let again = convert(&origin, &index, Format::Taridx, &ConvertOptions::default());
+    assert!(again.unwrap_err().contains("already exist"));
+}
+
+#[test]
+fn names_a_target_cannot_hold_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    write_tree(
+        &tree,
+        [
+            ("a/x.jpg".to_string(), b"1".to_vec()),
+            ("b/x.jpg".to_string(), b"2".to_vec()),
+        ],
+    );
+    let origin = dir.path().join("o.arcx");
+    arcx::pack_dir(&tree, &origin, arcx::PackOptions::default(), |_| {}).unwrap();
+    let error = convert(
+        &origin,
+        &dir.path().join("t.taridx"),
+        Format::Taridx,
+        &ConvertOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        error.contains("b/x.jpg") && error.contains("same stem"),
+        "{error}"
+    );
+    assert!(!dir.path().join("t.taridx").exists());
+
+    // A TARIDX target is named by its fold.
+    let error = convert(
+        &origin,
+        &dir.path().join("t.tar"),
+        Format::Taridx,
+        &ConvertOptions::default(),
+    )
+    .unwrap_err();
+    assert!(error.contains("FOLD.taridx"), "{error}");
+}
