@@ -133,3 +133,66 @@ fn every_generic_command_has_examples() {
         );
     }
 }
+
+#[test]
+fn convert_through_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = fixture("reference/sample.arcx");
+    let listing = text(&binfmt(&["list", arg(&source)]).stdout);
+    let shards = dir.path().join("shards");
+    std::fs::create_dir(&shards).unwrap();
+    let steps = [
+        (dir.path().join("s.kas"), "kast"),
+        (dir.path().join("s.par4"), "par4"),
+        (shards.join("fold.taridx"), "taridx"),
+        (dir.path().join("back.arcx"), "arcx"),
+    ];
+    let mut input = source.clone();
+    for (output, to) in &steps {
+        let converted = binfmt(&[
+            "convert",
+            arg(&input),
+            arg(output),
+            "--to",
+            to,
+            "--dialect",
+            "arcx-cli",
+            "--lz4",
+            "--shard-size",
+            "4096",
+        ]);
+        assert!(
+            converted.status.success(),
+            "to {to}: {}",
+            text(&converted.stderr)
+        );
+        assert!(converted.stdout.is_empty());
+        let mut got: Vec<String> = text(&binfmt(&["list", arg(output)]).stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let mut want: Vec<String> = listing.lines().map(str::to_owned).collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "after converting to {to}");
+        input = output.clone();
+    }
+    let info: serde_json::Value =
+        serde_json::from_slice(&binfmt(&["arcx", "info", "--json", arg(&steps[3].0)]).stdout)
+            .unwrap();
+    assert_eq!(info["dialect"], "arcx-cli");
+
+    assert_eq!(
+        binfmt(&["convert", arg(&source), "x.tar", "--to", "taridx"])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        binfmt(&["convert", arg(&source), "x", "--to", "zip"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert!(text(&binfmt(&["convert", "--help"]).stdout).contains("Examples:"));
+}

@@ -123,3 +123,77 @@ pub fn verify(args: &VerifyArgs) -> CommandResult {
     ))?;
     Ok(Status::Success)
 }
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum TargetArg {
+    Taridx,
+    Arcx,
+    Kast,
+    Par4,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum DialectArg {
+    Spec,
+    ArcxCli,
+}
+
+/// Convert a file to another format, entry by entry, names and bytes
+/// unchanged.
+///
+/// To taridx, OUT names the index, DIR/FOLD.taridx: the tar shards go beside
+/// it as DIR/FOLD_0000.tar, DIR/FOLD_0001.tar, ... To kast, each entry
+/// becomes a uint8 array; to par4, a HashMap<String, Vec<u8>>. A name the
+/// target cannot hold is an error naming it; nothing is renamed.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt convert data.arcx data.kas --to kast\n  binfmt convert data.kas shards/train.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx train.arcx --to arcx --dialect arcx-cli"
+)]
+pub struct ConvertArgs {
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    input: PathBuf,
+    /// The file to write (for taridx: DIR/FOLD.taridx).
+    output: PathBuf,
+    /// The target format.
+    #[arg(long, value_enum)]
+    to: TargetArg,
+    /// ARCX only: the dialect to write.
+    #[arg(long, value_enum, default_value = "spec")]
+    dialect: DialectArg,
+    /// TARIDX only: the largest shard in bytes.
+    #[arg(long, default_value_t = 1 << 30)]
+    shard_size: u64,
+    /// PAR4 only: compress chunks with LZ4.
+    #[arg(long)]
+    lz4: bool,
+}
+
+pub fn convert(args: &ConvertArgs) -> CommandResult {
+    let to = match args.to {
+        TargetArg::Taridx => binfmt::Format::Taridx,
+        TargetArg::Arcx => binfmt::Format::Arcx,
+        TargetArg::Kast => binfmt::Format::Kast,
+        TargetArg::Par4 => binfmt::Format::Par4,
+    };
+    let options = binfmt::ConvertOptions {
+        arcx_dialect: match args.dialect {
+            DialectArg::Spec => arcx::Dialect::Spec,
+            DialectArg::ArcxCli => arcx::Dialect::ArcxCli,
+        },
+        shard_size: args.shard_size,
+        par4_compression: if args.lz4 {
+            parcode::Compression::Lz4
+        } else {
+            parcode::Compression::None
+        },
+    };
+    let summary = binfmt::convert(&args.input, &args.output, to, &options)?;
+    eprintln!(
+        "converted {} entries ({} bytes) to {}",
+        summary.entries, summary.bytes, to
+    );
+    for output in &summary.outputs {
+        eprintln!("wrote {}", output.display());
+    }
+    Ok(Status::Success)
+}
