@@ -31,6 +31,7 @@ enum Command {
     Get(cmd::generic::GetArgs),
     Verify(cmd::generic::VerifyArgs),
     Convert(cmd::generic::ConvertArgs),
+    Completions(CompletionsArgs),
     #[command(subcommand)]
     Kast(cmd::kast::Command),
     #[command(subcommand)]
@@ -39,6 +40,28 @@ enum Command {
     Par4(cmd::par4::Command),
     #[command(subcommand)]
     Arcx(cmd::arcx::Command),
+}
+
+/// Print a shell completion script for binfmt.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt completions bash > /etc/bash_completion.d/binfmt\n  binfmt completions zsh > ~/.zfunc/_binfmt\n  binfmt completions fish > ~/.config/fish/completions/binfmt.fish"
+)]
+struct CompletionsArgs {
+    /// The shell.
+    shell: clap_complete::Shell,
+}
+
+fn completions(shell: clap_complete::Shell) -> output::CommandResult {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "binfmt",
+        &mut script,
+    );
+    output::to_stdout(|out| out.write_all(&script))?;
+    Ok(output::Status::Success)
 }
 
 fn main() -> ExitCode {
@@ -50,6 +73,7 @@ fn main() -> ExitCode {
         Command::Get(args) => cmd::generic::get(&args),
         Command::Verify(args) => cmd::generic::verify(&args),
         Command::Convert(args) => cmd::generic::convert(&args),
+        Command::Completions(args) => completions(args.shell),
         Command::Kast(command) => cmd::kast::run(&command),
         Command::Taridx(command) => cmd::taridx::run(&command),
         Command::Par4(command) => cmd::par4::run(&command),

@@ -196,3 +196,17 @@ fn convert_through_the_command_line() {
     );
     assert!(text(&binfmt(&["convert", "--help"]).stdout).contains("Examples:"));
 }
+
+#[test]
+fn completions_for_every_shell() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output = binfmt(&["completions", shell]);
+        assert!(output.status.success(), "{shell}");
+        let script = text(&output.stdout);
+        assert!(
+            script.contains("convert") && script.contains("taridx"),
+            "{shell}"
+        );
+    }
+    assert_eq!(binfmt(&["completions", "nosh"]).status.code(), Some(2));
+}
