@@ -63,10 +63,6 @@ pub enum ArcxError {
     #[error("no file {path:?} in the archive")]
     NotFound { path: String },
 
-    /// An entry path that would write outside the target directory.
-    #[error("refused to extract {path:?}: {why}")]
-    UnsafePath { path: String, why: &'static str },
-
     /// A path that the archive cannot hold.
     #[error("cannot pack {path:?}: {why}")]
     BadInputPath { path: String, why: &'static str },

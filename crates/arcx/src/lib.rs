@@ -22,7 +22,7 @@ mod writer;
 
 pub use error::{ArcxError, Result};
 pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER_SIZE};
-pub use reader::{Archive, Limits, safe_target};
+pub use reader::{Archive, Limits};
 pub use writer::{
     InputFile, PackOptions, PackSummary, Packer, Skipped, Walk, pack_dir, walk, walked_size,
 };

@@ -8,10 +8,10 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fs;
 use std::io::{Read, Write};
-use std::path::{Component, Path};
+use std::path::Path;
 
+use binfmt_core::extract::safe_target;
 use binfmt_core::layout::Record;
 use binfmt_core::{AtomicFile, ByteSource, IoResultExt};
 use sha2::{Digest, Sha256};
@@ -527,52 +527,4 @@ fn check_references(
         }
     }
     Ok(by_path)
-}
-
-/// Where entry `path` goes under `dir`, after refusing absolute paths, `.`
-/// and `..` components, empty components, backslashes and NUL bytes, and
-/// creating its parent directories without following symlinks.
-pub fn safe_target(dir: &Path, path: &str) -> Result<std::path::PathBuf> {
-    let refuse = |why| ArcxError::UnsafePath {
-        path: path.to_owned(),
-        why,
-    };
-    if path.is_empty() {
-        return Err(refuse("empty path"));
-    }
-    if path.contains('\0') {
-        return Err(refuse("NUL byte in the path"));
-    }
-    if path.contains('\\') {
-        return Err(refuse("backslash in the path"));
-    }
-    if path.starts_with('/') {
-        return Err(refuse("absolute path"));
-    }
-    let relative = Path::new(path);
-    for component in relative.components() {
-        match component {
-            Component::Normal(_) => {}
-            Component::ParentDir => return Err(refuse("'..' component")),
-            Component::CurDir => return Err(refuse("'.' component")),
-            Component::RootDir | Component::Prefix(_) => return Err(refuse("absolute path")),
-        }
-    }
-    if path.split('/').any(|part| part.is_empty() || part == ".") {
-        return Err(refuse("empty or '.' component"));
-    }
-    let mut current = dir.to_path_buf();
-    let parts: Vec<&str> = path.split('/').collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        current.push(part);
-        match fs::symlink_metadata(&current) {
-            Ok(metadata) if metadata.file_type().is_symlink() => {
-                return Err(refuse("a directory on the way is a symlink"));
-            }
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => return Err(refuse("a directory on the way is a file")),
-            Err(_) => fs::create_dir(&current).with_path(&current)?,
-        }
-    }
-    Ok(dir.join(relative))
 }

@@ -478,29 +478,13 @@ fn read_piece(data: &mut impl Read, len: usize) -> std::io::Result<Vec<u8>> {
     Ok(piece)
 }
 
-/// Paths an archive can hold and every reader can extract: non-empty, no
-/// NUL, no backslash, relative, no empty, `.` or `..` components.
+/// Paths an archive can hold and every reader can extract: relative, with
+/// no empty, `.` or `..` component, no NUL and no backslash.
 fn check_input_path(path: &str) -> Result<()> {
-    let refuse = |why| {
-        Err(ArcxError::BadInputPath {
-            path: path.to_owned(),
-            why,
-        })
-    };
-    if path.is_empty() {
-        return refuse("empty path");
-    }
-    if path.contains('\0') || path.contains('\\') {
-        return refuse("NUL or backslash in the path");
-    }
-    if path.starts_with('/')
-        || path
-            .split('/')
-            .any(|part| part.is_empty() || part == "." || part == "..")
-    {
-        return refuse("absolute, or has an empty, '.' or '..' component");
-    }
-    Ok(())
+    binfmt_core::extract::check_relative_name(path).map_err(|why| ArcxError::BadInputPath {
+        path: path.to_owned(),
+        why,
+    })
 }
 
 /// What packing did.

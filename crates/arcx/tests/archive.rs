@@ -277,37 +277,6 @@ fn hostile_manifest_sizes_and_offsets() {
     assert!(Archive::new(inside_header).is_err());
 }
 
-#[test]
-fn extraction_refuses_paths_outside_the_target() {
-    let dir = tempfile::tempdir().unwrap();
-    let target = dir.path().join("target");
-    fs::create_dir(&target).unwrap();
-    for path in [
-        "../x",
-        "/etc/x",
-        "a/../../x",
-        "a/./b",
-        "",
-        "a//b",
-        "nul\0byte",
-        "back\\slash",
-        "./x",
-        "a/..",
-    ] {
-        assert!(
-            matches!(
-                arcx::safe_target(&target, path),
-                Err(ArcxError::UnsafePath { .. })
-            ),
-            "{path:?} was accepted"
-        );
-    }
-    assert_eq!(
-        arcx::safe_target(&target, "ok/file.txt").unwrap(),
-        target.join("ok/file.txt")
-    );
-}
-
 #[cfg(unix)]
 #[test]
 fn extraction_never_writes_through_symlinks() {
@@ -328,7 +297,7 @@ fn extraction_never_writes_through_symlinks() {
     std::os::unix::fs::symlink(&outside, target.join("sub")).unwrap();
     assert!(matches!(
         archive.extract(&target),
-        Err(ArcxError::UnsafePath { .. })
+        Err(ArcxError::Core(binfmt_core::Error::UnsafePath { .. }))
     ));
     assert_eq!(
         fs::read_dir(&outside).unwrap().count(),

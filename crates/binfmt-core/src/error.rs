@@ -101,6 +101,10 @@ pub enum Error {
         found: Box<[u8]>,
     },
 
+    /// An entry name that would write outside the extraction directory.
+    #[error("refused to extract {name:?}: {why}")]
+    UnsafePath { name: String, why: &'static str },
+
     /// An I/O operation on a named file failed.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },

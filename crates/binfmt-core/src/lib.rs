@@ -14,6 +14,8 @@
 //! - [`source`]: [`ByteSource`], a whole file mapped or read into memory, and
 //!   [`PositionalFile`] for positional reads;
 //! - [`atomic`]: [`AtomicFile`], output that appears whole or not at all;
+//! - [`extract`]: [`extract::safe_target`], the gate between an untrusted
+//!   entry name and a path on disk;
 //! - [`io`]: [`io::write_all_vectored`], a record's parts in one write;
 //! - [`error`]: [`Error`], the one error type, whose variants say what is
 //!   wrong and where.
@@ -21,6 +23,7 @@
 pub mod atomic;
 pub mod cursor;
 pub mod error;
+pub mod extract;
 pub mod io;
 pub mod layout;
 pub mod range;
