@@ -253,7 +253,13 @@ pub fn index_shards(
 
 /// The shards of `fold` in `root` by the reference's convention: files
 /// `{fold}_{shard}.tar` whose `{shard}` has no `_`, sorted by `{shard}`.
+/// An empty `root` (the parent of a bare file name) is the current directory.
 pub fn fold_shards(root: &Path, fold: &str) -> Result<Vec<PathBuf>> {
+    let root = if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        root
+    };
     let entries = std::fs::read_dir(root).with_path(root)?;
     let prefix = format!("{fold}_");
     let mut shards = Vec::new();
