@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use binfmt_core::{AtomicFile, IoResultExt};
 
-use crate::entries::{EntrySource, open};
+use crate::entries::{EntrySource, check_names_carry, open};
 use crate::sniff::Format;
 
 /// How to write the target.
@@ -60,15 +60,20 @@ pub fn convert(
     to: Format,
     options: &ConvertOptions,
 ) -> Result<ConvertSummary, String> {
-    let source = open(input)?;
-    let entries = source.list()?;
+    let opened = open(input)?;
+    let entries = opened.list()?;
+    check_names_carry(&entries).map_err(|e| about(input, e))?;
+    let source = Input {
+        source: opened.as_ref(),
+        path: input,
+    };
     let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
     let bytes = entries.iter().map(|entry| entry.size).sum();
     let outputs = match to {
-        Format::Arcx => to_arcx(source.as_ref(), &names, output, options.arcx_dialect)?,
-        Format::Kast => to_kast(source.as_ref(), &names, output)?,
-        Format::Par4 => to_par4(source.as_ref(), &names, output, options.par4_compression)?,
-        Format::Taridx => to_taridx(source.as_ref(), &names, output, options.shard_size)?,
+        Format::Arcx => to_arcx(&source, &names, output, options.arcx_dialect)?,
+        Format::Kast => to_kast(&source, &names, output)?,
+        Format::Par4 => to_par4(&source, &names, output, options.par4_compression)?,
+        Format::Taridx => to_taridx(&source, &names, output, options.shard_size)?,
         Format::Tar | Format::Unknown => return Err(format!("cannot convert to {to}")),
     };
     Ok(ConvertSummary {
@@ -78,12 +83,27 @@ pub fn convert(
     })
 }
 
+/// The file being converted: its entries, and its path for error messages.
+struct Input<'a> {
+    source: &'a dyn EntrySource,
+    path: &'a Path,
+}
+
+impl Input<'_> {
+    /// One entry's bytes; a failure names the input file and the entry.
+    fn read(&self, name: &str) -> Result<Vec<u8>, String> {
+        self.source
+            .read(name)
+            .map_err(|e| about(self.path, format!("entry {name:?}: {e}")))
+    }
+}
+
 fn about(path: &Path, error: impl std::fmt::Display) -> String {
     format!("{}: {error}", path.display())
 }
 
 fn to_arcx(
-    source: &dyn EntrySource,
+    source: &Input<'_>,
     names: &[&str],
     output: &Path,
     dialect: arcx::Dialect,
@@ -106,11 +126,7 @@ fn to_arcx(
     Ok(vec![output.to_owned()])
 }
 
-fn to_kast(
-    source: &dyn EntrySource,
-    names: &[&str],
-    output: &Path,
-) -> Result<Vec<PathBuf>, String> {
+fn to_kast(source: &Input<'_>, names: &[&str], output: &Path) -> Result<Vec<PathBuf>, String> {
     let arrays: Vec<(&str, Vec<u8>)> = names
         .iter()
         .map(|name| Ok((*name, source.read(name)?)))
@@ -126,7 +142,7 @@ fn to_kast(
 }
 
 fn to_par4(
-    source: &dyn EntrySource,
+    source: &Input<'_>,
     names: &[&str],
     output: &Path,
     compression: parcode::Compression,
@@ -171,7 +187,7 @@ fn check_taridx_names(names: &[&str], output: &Path) -> Result<(), String> {
 }
 
 fn to_taridx(
-    source: &dyn EntrySource,
+    source: &Input<'_>,
     names: &[&str],
     output: &Path,
     shard_size: u64,
@@ -200,6 +216,35 @@ fn to_taridx(
         ));
     }
     let mut shards: Vec<PathBuf> = Vec::new();
+    let written = write_shards(source, names, &dir, fold, shard_size, output, &mut shards)
+        .and_then(|()| {
+            taridx::index_shards(&shards, taridx::IndexOptions::default(), || {})
+                .map_err(|e| e.to_string())?
+                .write_file(output)
+                .map_err(|e| about(output, e))
+        });
+    if let Err(error) = written {
+        // Each shard is whole, but a partial set would open as a smaller fold.
+        for shard in &shards {
+            let _ = std::fs::remove_file(shard);
+        }
+        return Err(error);
+    }
+    shards.push(output.to_owned());
+    Ok(shards)
+}
+
+/// Writes the members into shards `DIR/FOLD_0000.tar`, ..., recording each
+/// shard in `shards` as soon as it is created.
+fn write_shards(
+    source: &Input<'_>,
+    names: &[&str],
+    dir: &Path,
+    fold: &str,
+    shard_size: u64,
+    output: &Path,
+    shards: &mut Vec<PathBuf>,
+) -> Result<(), String> {
     let mut current: Option<taridx::TarWriter<AtomicFile>> = None;
     let finish = |writer: taridx::TarWriter<AtomicFile>| -> Result<(), String> {
         let file = writer.finish().map_err(|e| e.to_string())?;
@@ -240,9 +285,5 @@ fn to_taridx(
         ))?;
         shards.push(path);
     }
-    let builder = taridx::index_shards(&shards, taridx::IndexOptions::default(), || {})
-        .map_err(|e| e.to_string())?;
-    builder.write_file(output).map_err(|e| about(output, e))?;
-    shards.push(output.to_owned());
-    Ok(shards)
+    Ok(())
 }

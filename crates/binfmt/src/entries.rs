@@ -25,6 +25,37 @@ pub struct Entry {
     /// kastore element type).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'static str>,
+    /// The stored name is not UTF-8: `name` shows it with U+FFFD in place
+    /// of the bad bytes, so it cannot be carried to another file unchanged.
+    #[serde(skip_serializing_if = "is_false")]
+    pub name_not_utf8: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+/// Refuses entries whose names cannot be carried to another file or a
+/// directory unchanged: a stored name that is not UTF-8, or a name that
+/// appears twice (only one of the two could be kept, and reading by name
+/// gives the first).
+pub(crate) fn check_names_carry(entries: &[Entry]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::with_capacity(entries.len());
+    for entry in entries {
+        if entry.name_not_utf8 {
+            return Err(format!(
+                "entry {:?}: its stored name is not UTF-8, and writing it elsewhere would change it",
+                entry.name
+            ));
+        }
+        if !seen.insert(entry.name.as_str()) {
+            return Err(format!(
+                "entry {:?} appears twice, and only one could be written",
+                entry.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A file of any supported format, seen as named entries.
@@ -57,6 +88,30 @@ pub fn open(path: &Path) -> Result<Box<dyn EntrySource>, String> {
     }
 }
 
+/// Writes every entry of `source` to a file under `dir` named by the entry,
+/// one entry in memory at a time, and returns how many were written.
+///
+/// Names go through [`binfmt_core::extract::safe_target`]: one that would
+/// land outside `dir` (absolute, `..`, empty components) is refused, and no
+/// directory on the way is followed through a symlink. Each file is written
+/// atomically, so a failure leaves no partial file. Names that are not
+/// UTF-8 or that repeat are refused before anything is written.
+pub fn extract(source: &dyn EntrySource, dir: &Path) -> Result<usize, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries = source.list()?;
+    check_names_carry(&entries)?;
+    for entry in &entries {
+        let target =
+            binfmt_core::extract::safe_target(dir, &entry.name).map_err(|e| e.to_string())?;
+        let bytes = source.read(&entry.name)?;
+        let mut out = binfmt_core::AtomicFile::create(&target).map_err(|e| e.to_string())?;
+        std::io::Write::write_all(&mut out, &bytes)
+            .map_err(|e| format!("{}: {e}", target.display()))?;
+        out.commit().map_err(|e| e.to_string())?;
+    }
+    Ok(entries.len())
+}
+
 fn crate_error(path: &Path, error: &dyn std::fmt::Display) -> String {
     let message = error.to_string();
     let name = path.display().to_string();
@@ -77,6 +132,7 @@ impl EntrySource for arcx::Archive {
             .files()
             .iter()
             .map(|file| Entry {
+                name_not_utf8: false,
                 name: file.path.clone(),
                 size: file.size,
                 kind: None,
@@ -103,6 +159,7 @@ impl EntrySource for kastore::Store {
             .items()
             .map(|item| Entry {
                 name: String::from_utf8_lossy(item.key()).into_owned(),
+                name_not_utf8: std::str::from_utf8(item.key()).is_err(),
                 size: item.le_bytes().len() as u64,
                 kind: Some(item.item_type().name()),
             })
@@ -158,6 +215,7 @@ impl EntrySource for Par4Entries {
             .map()?
             .into_iter()
             .map(|(name, bytes)| Entry {
+                name_not_utf8: false,
                 name,
                 size: bytes.len() as u64,
                 kind: None,
@@ -184,8 +242,11 @@ impl EntrySource for Par4Entries {
 /// tar members' full names.
 struct FoldEntries {
     dataset: taridx::Dataset,
-    /// (member name, row index), in row order.
-    names: Vec<(String, usize)>,
+    /// (member name, row index, whether the stored name is not UTF-8), in
+    /// row order.
+    names: Vec<(String, usize, bool)>,
+    /// Row index by member name; the first row when a name repeats.
+    by_name: HashMap<String, usize>,
 }
 
 impl FoldEntries {
@@ -214,13 +275,16 @@ impl FoldEntries {
             for member in members {
                 by_position.insert(
                     (fid as u16, member.offset),
-                    String::from_utf8_lossy(&member.name).into_owned(),
+                    (
+                        String::from_utf8_lossy(&member.name).into_owned(),
+                        std::str::from_utf8(&member.name).is_err(),
+                    ),
                 );
             }
         }
         let mut names = Vec::with_capacity(dataset.num_rows());
         for (row_index, row) in dataset.rows().iter().enumerate() {
-            let name = by_position
+            let (name, not_utf8) = by_position
                 .remove(&(row.fid.get(), row.offset.get()))
                 .ok_or_else(|| {
                     failed(&format!(
@@ -228,9 +292,17 @@ impl FoldEntries {
                         row.fid.get()
                     ))
                 })?;
-            names.push((name, row_index));
+            names.push((name, row_index, not_utf8));
         }
-        Ok(Self { dataset, names })
+        let mut by_name = HashMap::with_capacity(names.len());
+        for (name, index, _) in &names {
+            by_name.entry(name.clone()).or_insert(*index);
+        }
+        Ok(Self {
+            dataset,
+            names,
+            by_name,
+        })
     }
 }
 
@@ -244,9 +316,10 @@ impl EntrySource for FoldEntries {
         Ok(self
             .names
             .iter()
-            .filter_map(|(name, index)| {
+            .filter_map(|(name, index, not_utf8)| {
                 rows.get(*index).map(|row| Entry {
                     name: name.clone(),
+                    name_not_utf8: *not_utf8,
                     size: row.size.get(),
                     kind: None,
                 })
@@ -255,10 +328,9 @@ impl EntrySource for FoldEntries {
     }
 
     fn read(&self, name: &str) -> Result<Vec<u8>, String> {
-        let (_, index) = self
-            .names
-            .iter()
-            .find(|(member, _)| member == name)
+        let index = self
+            .by_name
+            .get(name)
             .ok_or_else(|| format!("no member {name:?}"))?;
         let row = self
             .dataset

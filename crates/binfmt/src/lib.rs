@@ -14,5 +14,5 @@ pub mod sniff;
 
 pub use binfmt_core::{Error, Result};
 pub use convert::{ConvertOptions, ConvertSummary, convert};
-pub use entries::{Entry, EntrySource, open};
+pub use entries::{Entry, EntrySource, extract, open};
 pub use sniff::{Format, sniff, sniff_bytes};

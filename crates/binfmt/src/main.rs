@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "binfmt",
     version,
-    after_help = "Examples:\n  binfmt list data.arcx\n  binfmt convert data.arcx data.kas --to kast\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4\n  binfmt arcx pack src/ src.arcx && binfmt arcx get src.arcx src/lib.rs"
+    after_help = "Examples:\n  binfmt tour fixtures/\n  binfmt list data.arcx\n  binfmt convert data.arcx data.kas --to kast\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4\n  binfmt arcx pack src/ src.arcx && binfmt arcx get src.arcx src/lib.rs"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -29,9 +29,11 @@ enum Command {
     Info(cmd::generic::InfoArgs),
     List(cmd::generic::ListArgs),
     Get(cmd::generic::GetArgs),
+    Extract(cmd::generic::ExtractArgs),
     Verify(cmd::generic::VerifyArgs),
     Convert(cmd::generic::ConvertArgs),
     Completions(CompletionsArgs),
+    Tour(cmd::tour::Args),
     #[command(subcommand)]
     Kast(cmd::kast::Command),
     #[command(subcommand)]
@@ -71,9 +73,11 @@ fn main() -> ExitCode {
         Command::Info(args) => cmd::generic::info(&args),
         Command::List(args) => cmd::generic::list(&args),
         Command::Get(args) => cmd::generic::get(&args),
+        Command::Extract(args) => cmd::generic::extract(&args),
         Command::Verify(args) => cmd::generic::verify(&args),
         Command::Convert(args) => cmd::generic::convert(&args),
         Command::Completions(args) => completions(args.shell),
+        Command::Tour(args) => cmd::tour::run(&args),
         Command::Kast(command) => cmd::kast::run(&command),
         Command::Taridx(command) => cmd::taridx::run(&command),
         Command::Par4(command) => cmd::par4::run(&command),

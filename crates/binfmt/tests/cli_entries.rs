@@ -126,7 +126,7 @@ fn errors_name_the_file_and_exit_1() {
 
 #[test]
 fn every_generic_command_has_examples() {
-    for command in ["info", "list", "get", "verify"] {
+    for command in ["info", "list", "get", "extract", "verify", "tour"] {
         assert!(
             text(&binfmt(&[command, "--help"]).stdout).contains("Examples:"),
             "{command}"
@@ -209,4 +209,102 @@ fn completions_for_every_shell() {
         );
     }
     assert_eq!(binfmt(&["completions", "nosh"]).status.code(), Some(2));
+}
+
+#[test]
+fn tour_of_the_fixtures() {
+    let tour = binfmt(&[
+        "tour",
+        arg(&binfmt_tests::workspace_root().join("fixtures")),
+    ]);
+    assert!(tour.status.success(), "{}", text(&tour.stderr));
+    let report = text(&tour.stdout);
+    for row in [
+        "| reference/sample.arcx | arcx | 3 | 556 |",
+        "| reference/all_types.kas | kast | 10 | 210 |",
+        "| reference/taridx/golden.taridx | taridx | 17 | 6572 |",
+    ] {
+        assert!(report.contains(row), "{row} missing from\n{report}");
+    }
+    for step in [
+        "| 1 | kast | 3 |",
+        "| 2 | par4 | 3 |",
+        "| 3 | taridx | 3 |",
+        "| 4 | arcx | 3 |",
+    ] {
+        let line = report
+            .lines()
+            .find(|line| line.starts_with(step))
+            .unwrap_or_else(|| panic!("{step} missing from\n{report}"));
+        assert!(line.ends_with("| yes |"), "{line}");
+    }
+    assert!(text(&binfmt(&["tour", "--help"]).stdout).contains("Examples:"));
+
+    // A directory with nothing to carry through the formats is an error.
+    let empty = tempfile::tempdir().unwrap();
+    assert_eq!(binfmt(&["tour", arg(empty.path())]).status.code(), Some(1));
+}
+
+#[test]
+fn extract_writes_every_entry_of_every_format() {
+    for file in [
+        "reference/sample.arcx",
+        "reference/all_types.kas",
+        "reference/map.par4",
+        "reference/taridx/golden.taridx",
+    ] {
+        let file = fixture(file);
+        let out = tempfile::tempdir().unwrap();
+        let dir = out.path().join("new/dir");
+        let extracted = binfmt(&["extract", arg(&file), arg(&dir)]);
+        assert!(
+            extracted.status.success(),
+            "{}: {}",
+            file.display(),
+            text(&extracted.stderr)
+        );
+        let listing = text(&binfmt(&["list", arg(&file)]).stdout);
+        assert!(!listing.is_empty());
+        for line in listing.lines() {
+            let (_, name) = line.split_once('\t').unwrap();
+            let want = binfmt(&["get", arg(&file), name]).stdout;
+            assert_eq!(
+                std::fs::read(dir.join(name)).unwrap(),
+                want,
+                "{} {name}",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn extract_refuses_names_outside_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("evil.kas");
+    let mut writer = kastore::Writer::new();
+    writer
+        .insert_raw("../escaped", kastore::ItemType::Uint8, b"x".as_slice())
+        .unwrap();
+    writer.write_file(&store).unwrap();
+    let target = dir.path().join("out");
+    let refused = binfmt(&["extract", arg(&store), arg(&target)]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("evil.kas") && text(&refused.stderr).contains("'..'"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!dir.path().join("escaped").exists());
+    assert_eq!(
+        binfmt(&[
+            "extract",
+            arg(&fixture("reference/sample.tar")),
+            arg(&target)
+        ])
+        .status
+        .code(),
+        Some(1)
+    );
+    assert_eq!(binfmt(&["extract", arg(&store)]).status.code(), Some(2));
 }

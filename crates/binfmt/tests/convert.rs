@@ -188,3 +188,120 @@ fn names_a_target_cannot_hold_are_reported() {
     .unwrap_err();
     assert!(error.contains("FOLD.taridx"), "{error}");
 }
+
+#[test]
+fn a_failed_taridx_conversion_leaves_no_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three files in separate blocks; the last block is corrupt, so the
+    // first shard is complete before the third entry fails its CRC.
+    let archive = dir.path().join("two.arcx");
+    let mut packer = arcx::Packer::create(
+        &archive,
+        arcx::PackOptions {
+            block_size: 4096,
+            ..arcx::PackOptions::default()
+        },
+    )
+    .unwrap();
+    for (seed, name) in [(1, "a.bin"), (2, "b.bin"), (3, "c.bin")] {
+        packer
+            .add(name, &mut pseudo_random_bytes(seed, 8192).as_slice())
+            .unwrap();
+    }
+    packer.finish().unwrap();
+    let last_block = arcx::Archive::open(&archive)
+        .unwrap()
+        .manifest()
+        .blocks
+        .last()
+        .unwrap()
+        .offset;
+    let mut bytes = std::fs::read(&archive).unwrap();
+    bytes[last_block as usize + 4 + 16] ^= 0xff;
+    std::fs::write(&archive, &bytes).unwrap();
+
+    let target = dir.path().join("out");
+    std::fs::create_dir(&target).unwrap();
+    let failed = convert(
+        &archive,
+        &target.join("fold.taridx"),
+        Format::Taridx,
+        &ConvertOptions {
+            shard_size: 1,
+            ..ConvertOptions::default()
+        },
+    );
+    assert!(
+        failed.as_ref().is_err_and(|e| e.contains("block 2")),
+        "{failed:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&target).unwrap().count(),
+        0,
+        "{failed:?} left files behind"
+    );
+}
+
+#[test]
+fn names_that_are_not_utf8_are_refused_not_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("latin1.kas");
+    let mut writer = kastore::Writer::new();
+    writer
+        .insert_raw(b"caf\xe9", kastore::ItemType::Uint8, b"x".as_slice())
+        .unwrap();
+    writer
+        .insert_raw("plain", kastore::ItemType::Uint8, b"y".as_slice())
+        .unwrap();
+    writer.write_file(&store).unwrap();
+
+    let entries = open(&store).unwrap().list().unwrap();
+    let shown: Vec<(&str, bool)> = entries
+        .iter()
+        .map(|entry| (entry.name.as_str(), entry.name_not_utf8))
+        .collect();
+    assert_eq!(shown, [("caf\u{fffd}", true), ("plain", false)]);
+
+    for to in FORMATS {
+        let output = target(dir.path(), "out", to);
+        let error = convert(&store, &output, to, &ConvertOptions::default()).unwrap_err();
+        assert!(
+            error.contains("latin1.kas") && error.contains("not UTF-8"),
+            "{to}: {error}"
+        );
+        assert!(!output.exists(), "{to}");
+    }
+    let error = binfmt::extract(open(&store).unwrap().as_ref(), &dir.path().join("x")).unwrap_err();
+    assert!(error.contains("not UTF-8"), "{error}");
+}
+
+#[test]
+fn repeated_names_are_refused_by_convert_and_extract() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = dir.path().join("twice_0000.tar");
+    let mut tar = taridx::TarWriter::new(Vec::new());
+    tar.append("a.txt", b"first").unwrap();
+    tar.append("a.txt", b"second").unwrap();
+    std::fs::write(&shard, tar.finish().unwrap()).unwrap();
+    let index = dir.path().join("twice.taridx");
+    taridx::index_shards(&[shard], taridx::IndexOptions::default(), || {})
+        .unwrap()
+        .write_file(&index)
+        .unwrap();
+
+    let source = open(&index).unwrap();
+    assert_eq!(source.list().unwrap().len(), 2);
+    assert_eq!(source.read("a.txt").unwrap(), b"first");
+    for to in FORMATS {
+        let output = target(&dir.path().join("out"), "t", to);
+        let error = convert(&index, &output, to, &ConvertOptions::default()).unwrap_err();
+        assert!(
+            error.contains("twice.taridx") && error.contains("appears twice"),
+            "{to}: {error}"
+        );
+    }
+    let extracted = dir.path().join("x");
+    let error = binfmt::extract(source.as_ref(), &extracted).unwrap_err();
+    assert!(error.contains("appears twice"), "{error}");
+    assert!(!extracted.join("a.txt").exists());
+}

@@ -44,6 +44,22 @@ pub struct GetArgs {
     output: Option<PathBuf>,
 }
 
+/// Write every entry to a file under DIR named by the entry.
+///
+/// Names that would land outside DIR (absolute, '..', empty components) are
+/// refused, directories on the way are never followed through symlinks,
+/// and each file appears whole or not at all.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt extract data.arcx out/\n  binfmt extract shards/train.taridx train/\n  binfmt extract tables.trees arrays/"
+)]
+pub struct ExtractArgs {
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    file: PathBuf,
+    /// The directory to write into (created if missing).
+    dir: PathBuf,
+}
+
 /// Check everything the file's format can check.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  binfmt verify data.arcx")]
@@ -108,6 +124,14 @@ pub fn get(args: &GetArgs) -> CommandResult {
         }
         None => output::to_stdout(|out| out.write_all(&bytes))?,
     }
+    Ok(Status::Success)
+}
+
+pub fn extract(args: &ExtractArgs) -> CommandResult {
+    let source = binfmt::open(&args.file)?;
+    let count =
+        binfmt::extract(source.as_ref(), &args.dir).map_err(|e| output::about(&args.file, e))?;
+    eprintln!("extracted {count} entries into {}", args.dir.display());
     Ok(Status::Success)
 }
 

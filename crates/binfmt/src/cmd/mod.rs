@@ -6,3 +6,4 @@ pub mod kast;
 pub mod par4;
 pub mod sniff;
 pub mod taridx;
+pub mod tour;
