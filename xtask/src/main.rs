@@ -1,5 +1,7 @@
 //! Project automation, run as `cargo xtask <task>`.
 //!
+//! - `fixtures`: remakes `fixtures/generated/`, small files of every format
+//!   and dialect written by this project's writers (see [`xtask::fixtures`]).
 //! - `bench arcx|kast|par4|taridx`: this project's code next to the reference implementation.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
@@ -23,6 +25,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
+    /// Remake fixtures/generated/ with this project's writers.
+    Fixtures {
+        /// Where to write them (default: fixtures/generated in the workspace).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Benchmark a format against its reference implementation.
     Bench {
         /// Which format.
@@ -65,6 +73,9 @@ enum BenchFormat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
+        Task::Fixtures { out } => {
+            fixtures(&out.unwrap_or_else(|| workspace_root().join("fixtures/generated")))
+        }
         Task::Bench {
             format: BenchFormat::Kast,
             python,
@@ -105,10 +116,31 @@ fn main() -> ExitCode {
     }
 }
 
+fn workspace_root() -> &'static Path {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest)
+}
+
+fn fixtures(out: &Path) -> Result<(), String> {
+    // Files a writer no longer makes must not linger, but only a directory
+    // this task wrote is ever removed.
+    if out.exists() {
+        let readme = std::fs::read_to_string(out.join("README.md")).unwrap_or_default();
+        if !readme.starts_with(xtask::fixtures::README_TITLE) {
+            return Err(format!(
+                "{} exists and was not written by `cargo xtask fixtures`; choose another --out",
+                out.display()
+            ));
+        }
+        std::fs::remove_dir_all(out).map_err(|error| format!("{}: {error}", out.display()))?;
+    }
+    let written = xtask::fixtures::generate(out)?;
+    println!("wrote {} fixtures into {}", written.len(), out.display());
+    Ok(())
+}
+
 fn reference_fixtures(python: &Path, glzn: &Path, arcx: &Path) -> Result<(), String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .ok_or("xtask has no parent directory")?;
+    let root = workspace_root();
     run(Command::new(python)
         .arg(root.join("xtask/reference/make_reference_fixtures.py"))
         .arg(root.join("fixtures/reference"))

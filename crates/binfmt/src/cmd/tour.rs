@@ -1,6 +1,6 @@
 //! `binfmt tour DIR`: what the toolkit does, on the files in DIR.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -56,10 +56,28 @@ pub fn run(args: &Args) -> CommandResult {
         text,
         "| file | format | entries | bytes | note |\n|---|---|---:|---:|---|"
     );
-    let mut dataset: Option<PathBuf> = None;
-    for path in files_under(&args.dir)? {
+    let files = files_under(&args.dir)?;
+    // Shards of a fold are shown with its index, not on rows of their own.
+    let mut shards_of = BTreeMap::new();
+    for path in files
+        .iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "taridx"))
+    {
+        let (Some(dir), Some(fold)) = (path.parent(), path.file_stem().and_then(|s| s.to_str()))
+        else {
+            continue;
+        };
+        if let Ok(shards) = taridx::fold_shards(dir, fold) {
+            shards_of.insert(path.clone(), shards);
+        }
+    }
+    let shards: HashSet<PathBuf> = shards_of.values().flatten().cloned().collect();
+    // The dataset carried through the formats: the ARCX archive with the
+    // most entries (the first, on a tie).
+    let mut dataset: Option<(usize, PathBuf)> = None;
+    for path in files {
         let format = binfmt::sniff(&path).map_err(|e| output::about(&path, e))?;
-        if format == Format::Unknown {
+        if format == Format::Unknown || shards.contains(&path) {
             continue;
         }
         let shown = path
@@ -68,18 +86,36 @@ pub fn run(args: &Args) -> CommandResult {
             .display()
             .to_string();
         let (entries, bytes, note) = match binfmt::open(&path).and_then(|source| source.list()) {
-            Ok(entries) => (
-                entries.len().to_string(),
-                entries
-                    .iter()
-                    .map(|entry| entry.size)
-                    .sum::<u64>()
-                    .to_string(),
-                String::new(),
-            ),
+            Ok(entries) => {
+                if format == Format::Arcx
+                    && dataset
+                        .as_ref()
+                        .is_none_or(|(most, _)| entries.len() > *most)
+                {
+                    dataset = Some((entries.len(), path.clone()));
+                }
+                let note =
+                    shards_of
+                        .get(&path)
+                        .map_or_else(String::new, |shards| match shards.len() {
+                            1 => "1 tar shard beside it".to_owned(),
+                            count => format!("{count} tar shards beside it"),
+                        });
+                (
+                    entries.len().to_string(),
+                    entries
+                        .iter()
+                        .map(|entry| entry.size)
+                        .sum::<u64>()
+                        .to_string(),
+                    note,
+                )
+            }
             Err(why) => {
                 let prefix = format!("{}: ", path.display());
-                let why = why.strip_prefix(&prefix).unwrap_or(&why).to_owned();
+                let why = why.strip_prefix(&prefix).unwrap_or(&why);
+                // The reason, without the detail of where it was found.
+                let why = why.split(" (").next().unwrap_or(why).to_owned();
                 ("-".to_owned(), "-".to_owned(), why)
             }
         };
@@ -87,11 +123,8 @@ pub fn run(args: &Args) -> CommandResult {
             text,
             "| {shown} | {format} | {entries} | {bytes} | {note} |"
         );
-        if format == Format::Arcx && dataset.is_none() {
-            dataset = Some(path);
-        }
     }
-    let dataset = dataset.ok_or_else(|| {
+    let (_, dataset) = dataset.ok_or_else(|| {
         format!(
             "{}: no ARCX archive to carry through the formats",
             args.dir.display()

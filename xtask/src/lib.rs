@@ -1,0 +1,3 @@
+//! The parts of `cargo xtask` that tests run too.
+
+pub mod fixtures;
