@@ -8,6 +8,9 @@ Usage: make_reference_fixtures.py OUT_DIR --glzn CHECKOUT --arcx ARCX_BINARY
 - sample.arcx     the arcx 0.3.0 tool packing the same three files.
 - taridx/         flat USTAR folds `golden` and `mixed` (tests/python/make_shards.py)
                   and the indexer's golden.taridx and mixed.taridx for them.
+- converted/      folds whose shards `binfmt convert` wrote (the xtask writes them
+                  before running this script); each FOLD.taridx is replaced by
+                  the indexer's index of FOLD_*.tar.
 
 The indexer's modules are loaded by path from the checkout, so the rest of
 glzn (and its torch dependency) is not needed.
@@ -84,6 +87,13 @@ def main() -> None:
         for shard in sorted(folds.glob(f"{fold}_*.tar")):
             state = entry.parse_tar(shard, state=state)
         state.finalize().save(folds / f"{fold}.taridx")
+
+    converted = args.out / "converted"
+    for index in sorted(converted.glob("*.taridx")):
+        state = None
+        for shard in sorted(converted.glob(f"{index.stem}_*.tar")):
+            state = entry.parse_tar(shard, state=state)
+        state.finalize().save(index)
 
     dtypes = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"]
     kastore.dump({name: np.arange(5, dtype=name) for name in dtypes}, args.out / "all_types.kas")

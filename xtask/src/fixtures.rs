@@ -41,6 +41,38 @@ pub fn generate(dir: &Path) -> Result<Vec<Fixture>, String> {
     Ok(fixtures)
 }
 
+/// TARIDX folds made by `binfmt convert` from generated fixtures, kept in
+/// `fixtures/reference/converted/` with the index the reference indexer
+/// writes for their shards: (fold, source under `fixtures/generated/`,
+/// shard size).
+pub const CONVERTED_FOLDS: [(&str, &str, u64); 2] = [
+    ("unicode", "arcx/unicode.spec.arcx", 4096),
+    ("interleaved", "taridx/interleaved.taridx", 4096),
+];
+
+/// Converts each of [`CONVERTED_FOLDS`] from `generated` into `out`, shards
+/// and index; returns the index paths.
+pub fn convert_folds(generated: &Path, out: &Path) -> Result<Vec<PathBuf>, String> {
+    create_dir(out)?;
+    CONVERTED_FOLDS
+        .iter()
+        .map(|(fold, source, shard_size)| {
+            let index = out.join(format!("{fold}.taridx"));
+            let options = binfmt::ConvertOptions {
+                shard_size: *shard_size,
+                ..binfmt::ConvertOptions::default()
+            };
+            binfmt::convert(
+                &generated.join(source),
+                &index,
+                binfmt::Format::Taridx,
+                &options,
+            )?;
+            Ok(index)
+        })
+        .collect()
+}
+
 fn about(path: &Path, error: impl std::fmt::Display) -> String {
     format!("{}: {error}", path.display())
 }

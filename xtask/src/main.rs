@@ -141,6 +141,14 @@ fn fixtures(out: &Path) -> Result<(), String> {
 
 fn reference_fixtures(python: &Path, glzn: &Path, arcx: &Path) -> Result<(), String> {
     let root = workspace_root();
+    // Shards written by `binfmt convert`; the script replaces each index
+    // with the reference indexer's.
+    let converted = root.join("fixtures/reference/converted");
+    if converted.exists() {
+        std::fs::remove_dir_all(&converted)
+            .map_err(|error| format!("{}: {error}", converted.display()))?;
+    }
+    xtask::fixtures::convert_folds(&root.join("fixtures/generated"), &converted)?;
     run(Command::new(python)
         .arg(root.join("xtask/reference/make_reference_fixtures.py"))
         .arg(root.join("fixtures/reference"))
