@@ -11,11 +11,13 @@ use std::time::{Duration, Instant};
 use binfmt_tests::pseudo_random_bytes;
 use kastore::{ItemType, Store, Writer};
 
+use crate::report::{Report, median};
+
 /// Samples of the taridx benchmark: three members each, 300,000 in all.
 const TARIDX_SAMPLES: usize = 100_000;
 const TARIDX_SHARDS: usize = 8;
 
-pub fn taridx(python: &Path, glzn: &Path, dir: &Path) -> Result<(), String> {
+pub fn taridx(python: &Path, glzn: &Path, dir: &Path, report: &mut Report) -> Result<(), String> {
     let root = dir.join("taridx");
     let first_shard = root.join("bench_0000.tar");
     if !first_shard.exists() {
@@ -62,13 +64,8 @@ pub fn taridx(python: &Path, glzn: &Path, dir: &Path) -> Result<(), String> {
             .ok_or("no rows")?;
     }
     let reference = median(reference_runs);
-    println!("| indexer | members | median time | members/s | vs reference |");
-    println!("|---|---:|---:|---:|---:|");
-    println!(
-        "| reference iTar (Python) | {rows} | {} | {:.0} | 1.0x |",
-        show(reference),
-        rows as f64 / reference.as_secs_f64()
-    );
+    let operation =
+        |threads: &str| format!("index {rows} members in {TARIDX_SHARDS} shards, {threads}");
     for jobs in [Some(1), None] {
         let mut runs = Vec::new();
         for _ in 0..5 {
@@ -77,16 +74,17 @@ pub fn taridx(python: &Path, glzn: &Path, dir: &Path) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             runs.push(start.elapsed());
         }
-        let ours = median(runs);
-        let label = jobs.map_or_else(
-            || "binfmt, one thread per core".to_owned(),
-            |j| format!("binfmt, {j} thread"),
-        );
-        println!(
-            "| {label} | {rows} | {} | {:.0} | {:.1}x |",
-            show(ours),
-            rows as f64 / ours.as_secs_f64(),
-            ratio(reference, ours)
+        let threads = if jobs.is_some() {
+            "1 thread"
+        } else {
+            "one thread per core"
+        };
+        report.time(
+            "taridx",
+            "iTar indexer (Python)",
+            operation(threads),
+            median(runs),
+            reference,
         );
     }
     let ours = std::fs::read(root.join("bench.taridx")).map_err(|e| e.to_string())?;
@@ -94,7 +92,10 @@ pub fn taridx(python: &Path, glzn: &Path, dir: &Path) -> Result<(), String> {
     if ours != theirs {
         return Err("the two indexes differ".to_owned());
     }
-    println!("\nBoth indexers wrote the same {} bytes.", ours.len());
+    report.note(format!(
+        "taridx: both indexers wrote the same {} bytes.",
+        ours.len()
+    ));
     Ok(())
 }
 
@@ -122,7 +123,7 @@ struct Case {
     repeats: usize,
 }
 
-pub fn kast(python: &Path, dir: &Path) -> Result<(), String> {
+pub fn kast(python: &Path, dir: &Path, report: &mut Report) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let cases = [
         Case {
@@ -146,10 +147,7 @@ pub fn kast(python: &Path, dir: &Path) -> Result<(), String> {
     write_many_keys(&cases[1].path, 100_000)?;
     write_arrays(&cases[2].path, 16, 64 << 10)?;
 
-    println!(
-        "| file | binfmt open (mmap) | Python load(read_all=True) | open ratio | binfmt touch all | Python touch all | touch ratio | binfmt read-all open+touch | ratio |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let reference = "Python kastore";
     for case in &cases {
         let ours = time_ours(&case.path, case.repeats, false)?;
         let read_all = time_ours(&case.path, case.repeats, true)?;
@@ -160,19 +158,27 @@ pub fn kast(python: &Path, dir: &Path) -> Result<(), String> {
                 case.name, ours.checksum, read_all.checksum, theirs.checksum
             ));
         }
-        let ours_all = read_all.open + read_all.touch;
-        let theirs_all = theirs.open + theirs.touch;
-        println!(
-            "| {} | {} | {} | {:.0}x | {} | {} | {:.1}x | {} | {:.1}x |",
-            case.name,
-            show(ours.open),
-            show(theirs.open),
-            ratio(theirs.open, ours.open),
-            show(ours.touch),
-            show(theirs.touch),
-            ratio(theirs.touch, ours.touch),
-            show(ours_all),
-            ratio(theirs_all, ours_all),
+        let name = case.name;
+        report.time(
+            "kast",
+            reference,
+            format!("{name}: open (binfmt maps; kastore load read_all=True)"),
+            ours.open,
+            theirs.open,
+        );
+        report.time(
+            "kast",
+            reference,
+            format!("{name}: touch every byte after opening"),
+            ours.touch,
+            theirs.touch,
+        );
+        report.time(
+            "kast",
+            reference,
+            format!("{name}: open + touch, both reading the whole file"),
+            read_all.open + read_all.touch,
+            theirs.open + theirs.touch,
         );
     }
     Ok(())
@@ -290,24 +296,4 @@ fn write_many_keys(path: &Path, count: usize) -> Result<(), String> {
         .write_file(path)
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
-}
-
-fn ratio(theirs: Duration, ours: Duration) -> f64 {
-    theirs.as_secs_f64() / ours.as_secs_f64().max(1e-9)
-}
-
-pub fn show(duration: Duration) -> String {
-    let seconds = duration.as_secs_f64();
-    if seconds >= 1.0 {
-        format!("{seconds:.2} s")
-    } else if seconds >= 1e-3 {
-        format!("{:.1} ms", seconds * 1e3)
-    } else {
-        format!("{:.1} µs", seconds * 1e6)
-    }
 }

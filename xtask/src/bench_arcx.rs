@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use binfmt_tests::pseudo_random_bytes;
 
+use crate::report::{Report, median};
+
 /// About 200 MB: 10,000 source-like files, two large compressible files and
 /// one large incompressible file.
 fn make_corpus(root: &Path) -> Result<u64, String> {
@@ -76,8 +78,7 @@ fn timed(runs: usize, command: &str, before: Option<&str>) -> Result<Duration, S
         sh(command)?;
         times.push(start.elapsed());
     }
-    times.sort();
-    Ok(times.get(times.len() / 2).copied().unwrap_or_default())
+    Ok(median(times))
 }
 
 /// Peak resident memory of `command` in KiB, from the children's rusage.
@@ -105,7 +106,7 @@ fn size(path: &Path) -> u64 {
     fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
-pub fn run(dir: &Path, arcx: &Path) -> Result<(), String> {
+pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
     let status = Command::new(env!("CARGO"))
         .args(["build", "--release", "--quiet", "-p", "binfmt"])
         .status()
@@ -128,7 +129,9 @@ pub fn run(dir: &Path, arcx: &Path) -> Result<(), String> {
     );
     let small = "src/module_042/file_04242.rs";
     let out = dir.join("out");
-    let clean = format!("rm -rf {}", q(&out));
+    // Flushing the previous run's files first, so no run pays for another's
+    // writeback.
+    let clean = format!("rm -rf {} && sync", q(&out));
 
     let pack = [
         timed(
@@ -202,33 +205,31 @@ pub fn run(dir: &Path, arcx: &Path) -> Result<(), String> {
     ];
     sh(&clean)?;
 
-    println!("corpus: {} files, {:.1} MB", 10_003, input as f64 / 1e6);
-    println!();
-    println!("| | binfmt arcx | arcx 0.3.0 | tar + zstd -3 |");
-    println!("|---|---:|---:|---:|");
-    let row = |what: &str, values: [String; 3]| {
-        println!("| {what} | {} | {} | {} |", values[0], values[1], values[2])
-    };
-    row("pack", pack.map(crate::bench::show));
-    row(
-        "archive size",
-        sizes.map(|s| format!("{:.1} MB", s as f64 / 1e6)),
-    );
-    row("get one small file", get.map(crate::bench::show));
-    row(
-        "extract all",
-        extract.each_ref().map(|d| {
-            d.as_ref()
-                .map_or_else(|_| "fails".to_owned(), |d| crate::bench::show(*d))
-        }),
-    );
-    println!();
-    println!(
-        "binfmt vs arcx 0.3.0: pack {:.1}x faster, archive {:.3}x the size, get {:.1}x faster",
-        pack[1].as_secs_f64() / pack[0].as_secs_f64(),
-        sizes[0] as f64 / sizes[1] as f64,
-        get[1].as_secs_f64() / get[0].as_secs_f64(),
-    );
+    let corpus_mb = input as f64 / 1e6;
+    let [pack_ours, pack_arcx, pack_tar] = pack;
+    let [size_ours, size_arcx, size_tar] = sizes;
+    let [get_ours, get_arcx, get_tar] = get;
+    let [extract_ours, extract_arcx, extract_tar] = extract;
+    let extract_ours = extract_ours?;
+    for (reference, pack, size, get, extract) in [
+        ("arcx 0.3.0", pack_arcx, size_arcx, get_arcx, extract_arcx),
+        ("tar + zstd -3", pack_tar, size_tar, get_tar, extract_tar),
+    ] {
+        report.time(
+            "arcx",
+            reference,
+            format!("pack 10,003 files, {corpus_mb:.0} MB"),
+            pack_ours,
+            pack,
+        );
+        report.megabytes("arcx", reference, "archive size", size_ours, size);
+        report.time("arcx", reference, "get one small file", get_ours, get);
+        match extract {
+            Ok(theirs) => report.time("arcx", reference, "extract all", extract_ours, theirs),
+            // arcx 0.3.0 cannot extract its own files over 1 MiB.
+            Err(_) => report.only_ours("arcx", reference, "extract all", extract_ours, "fails"),
+        }
+    }
 
     // Peak memory packing one 1 GiB file.
     let big = dir.join("big");
@@ -254,13 +255,12 @@ pub fn run(dir: &Path, arcx: &Path) -> Result<(), String> {
         q(&big),
         q(dir)
     ))?;
-    println!();
-    println!("| packing one 1 GiB file | binfmt arcx | arcx 0.3.0 |");
-    println!("|---|---:|---:|");
-    println!(
-        "| peak RSS | {:.0} MB | {:.0} MB |",
-        ours_rss as f64 / 1024.0,
-        theirs_rss as f64 / 1024.0
+    report.megabytes(
+        "arcx",
+        "arcx 0.3.0",
+        "peak RSS packing one 1 GiB file",
+        ours_rss * 1024,
+        theirs_rss * 1024,
     );
     for file in ["big-ours.arcx", "big-theirs.arcx"] {
         let _ = fs::remove_file(dir.join(file));

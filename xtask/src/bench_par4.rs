@@ -10,6 +10,8 @@ use binfmt_parcode::{ChunkGraph, Compression, LazyMap, LazyVec, MapLayout, ParFi
 use parcode::{Parcode, ParcodeObject};
 use serde::{Deserialize, Serialize};
 
+use crate::report::{Report, median};
+
 /// The reference writes its lazy bucket layout only for a struct field
 /// marked `#[parcode(map)]`; a map saved directly is one inline chunk.
 #[derive(Debug, Clone, Serialize, Deserialize, ParcodeObject)]
@@ -20,11 +22,6 @@ struct MapHolder {
 
 const VEC_ITEMS: u64 = 10_000_000;
 const MAP_ENTRIES: usize = 100_000;
-
-fn median(mut runs: Vec<Duration>) -> Duration {
-    runs.sort();
-    runs.get(runs.len() / 2).copied().unwrap_or_default()
-}
 
 fn timed<T>(f: &mut impl FnMut() -> Result<T, String>) -> Result<Duration, String> {
     let start = Instant::now();
@@ -47,20 +44,11 @@ fn compare<A, B>(
     Ok((median(a), median(b)))
 }
 
-fn row(what: &str, (ours, theirs): (Duration, Duration)) {
-    println!(
-        "| {what} | {} | {} | {:.1}x |",
-        crate::bench::show(ours),
-        crate::bench::show(theirs),
-        theirs.as_secs_f64() / ours.as_secs_f64().max(1e-9)
-    );
-}
-
 /// Bulk operations and point accesses: runs of each.
 const BULK_RUNS: usize = 11;
 const POINT_RUNS: usize = 501;
 
-pub fn run(dir: &Path) -> Result<(), String> {
+pub fn run(dir: &Path, report: &mut Report) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let items: Vec<u64> = (0..VEC_ITEMS)
@@ -82,8 +70,9 @@ pub fn run(dir: &Path) -> Result<(), String> {
         dir.join("map.holder.ref.par4"),
     );
 
-    println!("| operation | binfmt | parcode 0.6.1 | ratio (parcode / binfmt) |");
-    println!("|---|---:|---:|---:|");
+    let mut row = |what: &str, (ours, theirs): (Duration, Duration)| {
+        report.time("par4", "parcode 0.6.1", what, ours, theirs);
+    };
     let save_vec = || {
         let mut graph = ChunkGraph::new();
         let root = graph.vec(&items).map_err(|e| err(&e))?;

@@ -2,7 +2,9 @@
 //!
 //! - `fixtures`: remakes `fixtures/generated/`, small files of every format
 //!   and dialect written by this project's writers (see [`xtask::fixtures`]).
-//! - `bench arcx|kast|par4|taridx`: this project's code next to the reference implementation.
+//! - `bench [arcx|kast|par4|taridx]`: this project's code next to the
+//!   reference implementations, every format whose reference is installed
+//!   (or one), printed as one table.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
 //!   indexer, the `arcx` 0.3.0 tool), with `reference/make_reference_fixtures.py`.
@@ -15,6 +17,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench;
 mod bench_arcx;
 mod bench_par4;
+mod report;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask")]
@@ -31,10 +34,11 @@ enum Task {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Benchmark a format against its reference implementation.
+    /// Benchmark every format (or one) against its reference
+    /// implementation and print one table.
     Bench {
-        /// Which format.
-        format: BenchFormat,
+        /// Only this format (default: every format whose reference is installed).
+        format: Option<BenchFormat>,
         /// Python with the reference packages (.ci/setup-interop makes it).
         #[arg(long, default_value = "target/interop/venv/bin/python")]
         python: PathBuf,
@@ -62,7 +66,7 @@ enum Task {
     },
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BenchFormat {
     Arcx,
     Kast,
@@ -77,34 +81,12 @@ fn main() -> ExitCode {
             fixtures(&out.unwrap_or_else(|| workspace_root().join("fixtures/generated")))
         }
         Task::Bench {
-            format: BenchFormat::Kast,
-            python,
-            dir,
-            ..
-        } => bench::kast(&python, &dir),
-        Task::Bench {
-            format: BenchFormat::Arcx,
-            dir,
-            arcx,
-            ..
-        } => bench_arcx::run(&dir.join("arcx"), &arcx),
-        Task::Bench {
-            format: BenchFormat::Par4,
-            dir,
-            ..
-        } => bench_par4::run(&dir.join("par4")),
-        Task::Bench {
-            format: BenchFormat::Taridx,
+            format,
             python,
             dir,
             glzn,
-            ..
-        } => match glzn {
-            Some(glzn) => bench::taridx(&python, &glzn, &dir),
-            None => {
-                Err("bench taridx needs --glzn CHECKOUT (a checkout of dsb-ifi/glzn)".to_owned())
-            }
-        },
+            arcx,
+        } => bench(format, &python, &dir, glzn.as_deref(), &arcx),
         Task::ReferenceFixtures { python, glzn, arcx } => reference_fixtures(&python, &glzn, &arcx),
     };
     match result {
@@ -114,6 +96,64 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs the benchmarks of `only` (or of every format whose reference tool
+/// is there) into one report, and prints it.
+fn bench(
+    only: Option<BenchFormat>,
+    python: &Path,
+    dir: &Path,
+    glzn: Option<&Path>,
+    arcx: &Path,
+) -> Result<(), String> {
+    let mut report = report::Report::default();
+    let formats = only.map_or_else(
+        || {
+            vec![
+                BenchFormat::Taridx,
+                BenchFormat::Arcx,
+                BenchFormat::Par4,
+                BenchFormat::Kast,
+            ]
+        },
+        |format| vec![format],
+    );
+    for format in formats {
+        // Why a format's reference is not there, if it is not.
+        let missing = match format {
+            BenchFormat::Kast => (!python.exists())
+                .then(|| format!("no Python with kastore at {}", python.display())),
+            BenchFormat::Taridx => match glzn {
+                None => Some("no --glzn CHECKOUT (a checkout of dsb-ifi/glzn)".to_owned()),
+                Some(_) if !python.exists() => Some(format!("no Python at {}", python.display())),
+                Some(_) => None,
+            },
+            BenchFormat::Arcx => {
+                (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
+            }
+            BenchFormat::Par4 => None,
+        };
+        let name = format!("{format:?}").to_lowercase();
+        if let Some(why) = missing {
+            if only.is_some() {
+                return Err(format!("bench {name}: {why}"));
+            }
+            eprintln!("skipping {name}: {why}");
+            report.note(format!("{name}: not measured ({why})."));
+            continue;
+        }
+        eprintln!("benchmarking {name}");
+        match (format, glzn) {
+            (BenchFormat::Kast, _) => bench::kast(python, &dir.join("kast"), &mut report)?,
+            (BenchFormat::Taridx, Some(glzn)) => bench::taridx(python, glzn, dir, &mut report)?,
+            (BenchFormat::Taridx, None) => {}
+            (BenchFormat::Arcx, _) => bench_arcx::run(&dir.join("arcx"), arcx, &mut report)?,
+            (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
+        }
+    }
+    print!("{}", report.markdown());
+    Ok(())
 }
 
 fn workspace_root() -> &'static Path {
