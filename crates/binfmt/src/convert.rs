@@ -12,6 +12,7 @@
 //! size before its first byte and PAR4 buckets need every key, so those two
 //! hold the entries in memory until they are written.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -60,12 +61,27 @@ pub fn convert(
     to: Format,
     options: &ConvertOptions,
 ) -> Result<ConvertSummary, String> {
+    convert_with_progress(input, output, to, options, &|_, _| {})
+}
+
+/// [`convert`], calling `progress(entries read, entries in all)` after
+/// each entry is read.
+pub fn convert_with_progress(
+    input: &Path,
+    output: &Path,
+    to: Format,
+    options: &ConvertOptions,
+    progress: &dyn Fn(u64, u64),
+) -> Result<ConvertSummary, String> {
     let opened = open(input)?;
     let entries = opened.list()?;
     check_names_carry(&entries).map_err(|e| about(input, e))?;
     let source = Input {
         source: opened.as_ref(),
         path: input,
+        read: Cell::new(0),
+        total: entries.len() as u64,
+        progress,
     };
     let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
     let bytes = entries.iter().map(|entry| entry.size).sum();
@@ -83,18 +99,26 @@ pub fn convert(
     })
 }
 
-/// The file being converted: its entries, and its path for error messages.
+/// The file being converted: its entries, its path for error messages, and
+/// how far reading has got.
 struct Input<'a> {
     source: &'a dyn EntrySource,
     path: &'a Path,
+    read: Cell<u64>,
+    total: u64,
+    progress: &'a dyn Fn(u64, u64),
 }
 
 impl Input<'_> {
     /// One entry's bytes; a failure names the input file and the entry.
     fn read(&self, name: &str) -> Result<Vec<u8>, String> {
-        self.source
+        let bytes = self
+            .source
             .read(name)
-            .map_err(|e| about(self.path, format!("entry {name:?}: {e}")))
+            .map_err(|e| about(self.path, format!("entry {name:?}: {e}")))?;
+        self.read.set(self.read.get() + 1);
+        (self.progress)(self.read.get(), self.total);
+        Ok(bytes)
     }
 }
 

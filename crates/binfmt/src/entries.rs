@@ -97,10 +97,20 @@ pub fn open(path: &Path) -> Result<Box<dyn EntrySource>, String> {
 /// atomically, so a failure leaves no partial file. Names that are not
 /// UTF-8 or that repeat are refused before anything is written.
 pub fn extract(source: &dyn EntrySource, dir: &Path) -> Result<usize, String> {
+    extract_with_progress(source, dir, &|_, _| {})
+}
+
+/// [`extract`], calling `progress(entries written, entries in all)` after
+/// each entry.
+pub fn extract_with_progress(
+    source: &dyn EntrySource,
+    dir: &Path,
+    progress: &dyn Fn(u64, u64),
+) -> Result<usize, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let entries = source.list()?;
     check_names_carry(&entries)?;
-    for entry in &entries {
+    for (written, entry) in (1..).zip(&entries) {
         let target =
             binfmt_core::extract::safe_target(dir, &entry.name).map_err(|e| e.to_string())?;
         let bytes = source.read(&entry.name)?;
@@ -108,6 +118,7 @@ pub fn extract(source: &dyn EntrySource, dir: &Path) -> Result<usize, String> {
         std::io::Write::write_all(&mut out, &bytes)
             .map_err(|e| format!("{}: {e}", target.display()))?;
         out.commit().map_err(|e| e.to_string())?;
+        progress(written, entries.len() as u64);
     }
     Ok(entries.len())
 }

@@ -13,6 +13,6 @@ pub mod entries;
 pub mod sniff;
 
 pub use binfmt_core::{Error, Result};
-pub use convert::{ConvertOptions, ConvertSummary, convert};
-pub use entries::{Entry, EntrySource, extract, open};
+pub use convert::{ConvertOptions, ConvertSummary, convert, convert_with_progress};
+pub use entries::{Entry, EntrySource, extract, extract_with_progress, open};
 pub use sniff::{Format, sniff, sniff_bytes};

@@ -126,6 +126,9 @@ fn errors_name_the_file_and_exit_1() {
 
 #[test]
 fn every_generic_command_has_examples() {
+    let top = binfmt(&["--help"]);
+    assert!(top.status.success());
+    assert!(text(&top.stdout).contains("Examples:\n  binfmt tour fixtures/"));
     for command in ["info", "list", "get", "extract", "verify", "tour"] {
         assert!(
             text(&binfmt(&[command, "--help"]).stdout).contains("Examples:"),

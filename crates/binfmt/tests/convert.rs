@@ -305,3 +305,26 @@ fn repeated_names_are_refused_by_convert_and_extract() {
     assert!(error.contains("appears twice"), "{error}");
     assert!(!extracted.join("a.txt").exists());
 }
+
+#[test]
+fn progress_counts_every_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = binfmt_tests::fixture("generated/arcx/multi_block.spec.arcx");
+    let seen = std::cell::RefCell::new(Vec::new());
+    binfmt::convert_with_progress(
+        &source,
+        &dir.path().join("out.kas"),
+        Format::Kast,
+        &ConvertOptions::default(),
+        &|done, all| seen.borrow_mut().push((done, all)),
+    )
+    .unwrap();
+    assert_eq!(seen.take(), [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
+
+    let source = open(&source).unwrap();
+    binfmt::extract_with_progress(source.as_ref(), &dir.path().join("x"), &|done, all| {
+        seen.borrow_mut().push((done, all));
+    })
+    .unwrap();
+    assert_eq!(seen.take(), [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
+}

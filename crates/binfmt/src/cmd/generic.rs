@@ -129,8 +129,13 @@ pub fn get(args: &GetArgs) -> CommandResult {
 
 pub fn extract(args: &ExtractArgs) -> CommandResult {
     let source = binfmt::open(&args.file)?;
-    let count =
-        binfmt::extract(source.as_ref(), &args.dir).map_err(|e| output::about(&args.file, e))?;
+    let bar = output::progress(0, "extracting");
+    let count = binfmt::extract_with_progress(source.as_ref(), &args.dir, &|done, all| {
+        bar.set_length(all);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let count = count.map_err(|e| output::about(&args.file, e))?;
     eprintln!("extracted {count} entries into {}", args.dir.display());
     Ok(Status::Success)
 }
@@ -211,7 +216,14 @@ pub fn convert(args: &ConvertArgs) -> CommandResult {
             parcode::Compression::None
         },
     };
-    let summary = binfmt::convert(&args.input, &args.output, to, &options)?;
+    let bar = output::progress(0, "converting");
+    let summary =
+        binfmt::convert_with_progress(&args.input, &args.output, to, &options, &|done, all| {
+            bar.set_length(all);
+            bar.set_position(done);
+        });
+    bar.finish_and_clear();
+    let summary = summary?;
     eprintln!(
         "converted {} entries ({} bytes) to {}",
         summary.entries, summary.bytes, to
