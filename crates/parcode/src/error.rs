@@ -20,9 +20,9 @@ pub enum ParError {
     #[error("unsupported PAR4 version {found}: this reader reads version 4")]
     UnsupportedVersion { found: u16 },
 
-    /// The root chunk lies outside the file or overlaps the header.
+    /// The root chunk does not end right before the global header.
     #[error(
-        "root chunk at {offset} with length {length} is outside the {limit} bytes before the global header"
+        "root chunk at {offset} with length {length} does not end where the global header starts ({limit})"
     )]
     RootOutOfBounds {
         offset: u64,

@@ -77,7 +77,9 @@ impl<S: AsRef<[u8]>> ParFile<S> {
             });
         }
         let (root_offset, root_length) = (header.root_offset.get(), header.root_length.get());
-        if root_offset > header_start || root_length > header_start - root_offset {
+        // Both writers put the root chunk right before the header; PAR4 has
+        // no checksum, so this is the one cross-check of the root fields.
+        if root_offset > header_start || root_length != header_start - root_offset {
             return Err(ParError::RootOutOfBounds {
                 offset: root_offset,
                 length: root_length,

@@ -1,0 +1,372 @@
+//! Every reader against files it did not write: each truncation of a
+//! fixture and a flip of each bit of its structures (one bit of every other
+//! byte). No input may panic, abort, or make any single allocation larger
+//! than a fixed bound; truncations and flips in structures the format
+//! checks must be errors, and for ARCX every flipped byte of a block or of
+//! the manifest must be caught.
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    // Lists of byte ranges that happen to hold one range.
+    clippy::single_range_in_vec_init
+)]
+// The counting allocator forwards to the system allocator.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use binfmt_tests::fixture;
+
+/// Records the largest single allocation the process makes.
+struct Counting;
+
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+/// No reader may allocate more than this at once for inputs of a few
+/// kilobytes: anything larger was sized by a count read from the file.
+const ALLOCATION_BOUND: usize = 16 << 20;
+
+// SAFETY: every call is forwarded unchanged to `System`, which upholds the
+// `GlobalAlloc` contract; the only addition is a relaxed atomic max.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        // SAFETY: the caller's layout is passed through as received.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        // SAFETY: as for `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System` with `layout`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Reads everything a reader can read from `bytes`; `Err` if anything was
+/// rejected.
+type Reader = fn(Vec<u8>) -> Result<(), String>;
+
+fn read_arcx(bytes: Vec<u8>) -> Result<(), String> {
+    let archive = arcx::Archive::new(bytes).map_err(|e| e.to_string())?;
+    let paths: Vec<String> = archive
+        .manifest()
+        .files
+        .iter()
+        .map(|file| file.path.clone())
+        .collect();
+    for path in paths {
+        archive.read(&path).map_err(|e| e.to_string())?;
+    }
+    archive.verify().map_err(|e| e.to_string())
+}
+
+fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
+    let store = kastore::Store::new(bytes).map_err(|e| e.to_string())?;
+    for item in store.items() {
+        let sum: u64 = item.le_bytes().iter().map(|&b| u64::from(b)).sum();
+        std::hint::black_box(sum);
+        match item.item_type() {
+            kastore::ItemType::Float64 => {
+                item.values::<f64>().map_err(|e| e.to_string())?;
+            }
+            kastore::ItemType::Int32 => {
+                item.values::<i32>().map_err(|e| e.to_string())?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn read_par4_map(bytes: Vec<u8>) -> Result<(), String> {
+    let file = binfmt_parcode::ParFile::new(bytes).map_err(|e| e.to_string())?;
+    file.verify().map_err(|e| e.to_string())?;
+    let root = file.root().map_err(|e| e.to_string())?;
+    let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root).map_err(|e| e.to_string())?;
+    map.get("café/0001.txt").map_err(|e| e.to_string())?;
+    map.load().map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
+    let file = binfmt_parcode::ParFile::new(bytes).map_err(|e| e.to_string())?;
+    file.verify().map_err(|e| e.to_string())?;
+    let root = file.root().map_err(|e| e.to_string())?;
+    let items = binfmt_parcode::LazyVec::<u64>::new(root).map_err(|e| e.to_string())?;
+    items.get(1500).map_err(|e| e.to_string())?;
+    items.load().map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn read_taridx(bytes: Vec<u8>) -> Result<(), String> {
+    let index = taridx::Index::new(bytes).map_err(|e| e.to_string())?;
+    // The interleaved fold's shards: 5632, 4096 and 3584 bytes.
+    index
+        .verify(Some(&[5632, 4096, 3584]))
+        .map_err(|e| e.to_string())?;
+    std::hint::black_box(index.extensions().len() + index.crash_stems().len());
+    Ok(())
+}
+
+fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
+    taridx::tar::scan(&bytes)
+        .map(|members| {
+            std::hint::black_box(members.len());
+        })
+        .map_err(|(offset, problem)| format!("{problem} at {offset}"))
+}
+
+/// Runs `reader` on `bytes`, turning a panic into a failure that names the
+/// input, and checks the sniffer on the same bytes.
+fn run(what: &str, reader: Reader, bytes: Vec<u8>) -> Result<(), String> {
+    let _ = binfmt::sniff_bytes(&bytes, &bytes);
+    match catch_unwind(AssertUnwindSafe(|| reader(bytes))) {
+        Ok(result) => result,
+        Err(_) => panic!("{what}: the reader panicked"),
+    }
+}
+
+/// The bits flipped in a file: every bit of the ranges given, one bit of
+/// every byte elsewhere.
+fn flips(len: usize, every_bit: &[Range<usize>]) -> Vec<(usize, u8)> {
+    (0..len)
+        .flat_map(|at| {
+            let all = every_bit.iter().any(|range| range.contains(&at));
+            let bits: Vec<u8> = if all {
+                (0..8).collect()
+            } else {
+                vec![(at % 8) as u8]
+            };
+            bits.into_iter().map(move |bit| (at, bit))
+        })
+        .collect()
+}
+
+/// One fixture's sweep: which bytes get every bit flipped, and which
+/// flipped bytes must be rejected.
+struct Sweep {
+    file: &'static str,
+    reader: Reader,
+    every_bit: Vec<Range<usize>>,
+    /// Whether flipping bit `bit` of byte `at` must be rejected.
+    must_reject: Box<dyn Fn(usize, u8) -> bool>,
+    /// Whether cutting the file to `cut` of `len` bytes must be rejected.
+    cut_rejected: Box<dyn Fn(usize) -> bool>,
+}
+
+/// Bytes in any of `ranges`, every bit.
+fn within(ranges: Vec<Range<usize>>) -> Box<dyn Fn(usize, u8) -> bool> {
+    Box::new(move |at, _| ranges.iter().any(|range| range.contains(&at)))
+}
+
+/// Every format but tar ends in a structure that a cut removes.
+fn always() -> Box<dyn Fn(usize) -> bool> {
+    Box::new(|_| true)
+}
+
+fn sweep(case: &Sweep) {
+    let original = std::fs::read(fixture(case.file)).unwrap();
+    let len = original.len();
+    run(case.file, case.reader, original.clone())
+        .unwrap_or_else(|e| panic!("{}: the fixture itself is rejected: {e}", case.file));
+
+    for cut in 0..len {
+        let result = run(case.file, case.reader, original[..cut].to_vec());
+        if (case.cut_rejected)(cut) {
+            assert!(
+                result.is_err(),
+                "{}: cut to {cut} bytes was accepted",
+                case.file
+            );
+        }
+    }
+    let mut missed: HashMap<usize, Vec<u8>> = HashMap::new();
+    for (at, bit) in flips(len, &case.every_bit) {
+        let mut bytes = original.clone();
+        bytes[at] ^= 1 << bit;
+        let result = run(case.file, case.reader, bytes);
+        if result.is_ok() && (case.must_reject)(at, bit) {
+            missed.entry(at).or_default().push(bit);
+        }
+    }
+    let mut missed: Vec<_> = missed.into_iter().collect();
+    missed.sort();
+    assert!(
+        missed.is_empty(),
+        "{}: flips accepted (byte, bits): {missed:?}",
+        case.file
+    );
+    let largest = LARGEST.load(Ordering::Relaxed);
+    assert!(
+        largest <= ALLOCATION_BOUND,
+        "{}: an allocation of {largest} bytes",
+        case.file
+    );
+}
+
+/// Where an ARCX archive's blocks and manifest lie: from the end of the
+/// 80-byte header to the start of the footer (the last 40 bytes).
+fn arcx_checked(file: &str) -> Vec<Range<usize>> {
+    let len = std::fs::metadata(fixture(file)).unwrap().len() as usize;
+    vec![80..len - 40]
+}
+
+fn arcx_structures(file: &str) -> Vec<Range<usize>> {
+    let len = std::fs::metadata(fixture(file)).unwrap().len() as usize;
+    vec![0..80, len - 40..len]
+}
+
+#[test]
+fn arcx_spec_dialect() {
+    let file = "generated/arcx/multi_block.spec.arcx";
+    sweep(&Sweep {
+        file,
+        reader: read_arcx,
+        every_bit: arcx_structures(file),
+        must_reject: within(arcx_checked(file)),
+        cut_rejected: always(),
+    });
+}
+
+#[test]
+fn arcx_cli_dialect() {
+    let file = "generated/arcx/multi_block.arcx-cli.arcx";
+    sweep(&Sweep {
+        file,
+        reader: read_arcx,
+        every_bit: arcx_structures(file),
+        must_reject: within(arcx_checked(file)),
+        cut_rejected: always(),
+    });
+}
+
+#[test]
+fn arcx_written_by_the_reference_tool() {
+    let file = "reference/sample.arcx";
+    sweep(&Sweep {
+        file,
+        reader: read_arcx,
+        every_bit: arcx_structures(file),
+        must_reject: within(arcx_checked(file)),
+        cut_rejected: always(),
+    });
+}
+
+#[test]
+fn kast() {
+    // Header and the 11 descriptors: every bit. Signature, version major,
+    // item count and file size must be rejected when flipped.
+    sweep(&Sweep {
+        file: "generated/kast/types.kas",
+        reader: read_kast,
+        every_bit: vec![0..64 + 11 * 64],
+        must_reject: within(vec![0..10, 12..24]),
+        cut_rejected: always(),
+    });
+}
+
+#[test]
+fn par4_maps() {
+    for file in [
+        "generated/par4/unicode.par4",
+        "generated/par4/unicode_lz4.par4",
+    ] {
+        let len = std::fs::metadata(fixture(file)).unwrap().len() as usize;
+        // The 26-byte global header: magic, version, root offset and length.
+        sweep(&Sweep {
+            file,
+            reader: read_par4_map,
+            every_bit: vec![len - 64..len],
+            must_reject: within(vec![len - 26..len - 4]),
+            cut_rejected: always(),
+        });
+    }
+}
+
+#[test]
+fn par4_vec() {
+    let file = "generated/par4/vec_u64.par4";
+    let len = std::fs::metadata(fixture(file)).unwrap().len() as usize;
+    sweep(&Sweep {
+        file,
+        reader: read_par4_vec,
+        every_bit: vec![len - 128..len],
+        must_reject: within(vec![len - 26..len - 4]),
+        cut_rejected: always(),
+    });
+}
+
+#[test]
+fn taridx_index() {
+    // The 64-byte header: magic, version, sizes, counts and offsets.
+    sweep(&Sweep {
+        file: "generated/taridx/interleaved.taridx",
+        reader: read_taridx,
+        every_bit: vec![0..64],
+        // All but the minor version (a newer minor is read), reserved bytes
+        // and flag bits 1-7 (ignored, as by the reference), and n_crash
+        // 0 -> 1 (an empty crash block counted as 1 is one empty stem).
+        must_reject: Box::new(|at, bit| match at {
+            10 | 11 | 57.. => false,
+            36 => bit != 0,
+            56 => bit == 0,
+            _ => true,
+        }),
+        cut_rejected: always(),
+    });
+}
+
+#[test]
+fn tar_shard() {
+    let file = "generated/taridx/interleaved_0000.tar";
+    // (header start, payload end) of every member.
+    let members: Vec<(usize, usize)> = taridx::tar::scan(&std::fs::read(fixture(file)).unwrap())
+        .unwrap()
+        .iter()
+        .map(|member| {
+            (
+                member.offset as usize,
+                (member.offset + 512 + member.size) as usize,
+            )
+        })
+        .collect();
+    assert_eq!(members.len(), 3);
+    // A header's checksum covers every byte of it. The checksum field
+    // itself may be written "0001234\0 " or " 001234 \0" alike, so a leading
+    // '0' turned into a space, and its NUL and space swapped, read the same.
+    sweep(&Sweep {
+        file,
+        reader: read_tar,
+        every_bit: vec![0..512],
+        must_reject: Box::new(|at, bit| match at {
+            148 => bit != 4,
+            154 | 155 => bit != 5,
+            _ => at < 512,
+        }),
+        // A tar may end after any member (the reference stops where the
+        // headers stop); a cut through a header or a payload never.
+        cut_rejected: Box::new(move |cut| {
+            members.iter().any(|&(start, end)| start < cut && cut < end)
+        }),
+    });
+}
