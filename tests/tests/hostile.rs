@@ -64,76 +64,18 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+#[path = "../exercise.rs"]
+mod exercise;
+
+use exercise::{read_arcx, read_kast, read_par4_map, read_par4_vec, read_tar};
+
 /// Reads everything a reader can read from `bytes`; `Err` if anything was
 /// rejected.
 type Reader = fn(Vec<u8>) -> Result<(), String>;
 
-fn read_arcx(bytes: Vec<u8>) -> Result<(), String> {
-    let archive = arcx::Archive::new(bytes).map_err(|e| e.to_string())?;
-    let paths: Vec<String> = archive
-        .manifest()
-        .files
-        .iter()
-        .map(|file| file.path.clone())
-        .collect();
-    for path in paths {
-        archive.read(&path).map_err(|e| e.to_string())?;
-    }
-    archive.verify().map_err(|e| e.to_string())
-}
-
-fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
-    let store = kastore::Store::new(bytes).map_err(|e| e.to_string())?;
-    for item in store.items() {
-        let sum: u64 = item.le_bytes().iter().map(|&b| u64::from(b)).sum();
-        std::hint::black_box(sum);
-        match item.item_type() {
-            kastore::ItemType::Float64 => {
-                item.values::<f64>().map_err(|e| e.to_string())?;
-            }
-            kastore::ItemType::Int32 => {
-                item.values::<i32>().map_err(|e| e.to_string())?;
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-fn read_par4_map(bytes: Vec<u8>) -> Result<(), String> {
-    let file = binfmt_parcode::ParFile::new(bytes).map_err(|e| e.to_string())?;
-    file.verify().map_err(|e| e.to_string())?;
-    let root = file.root().map_err(|e| e.to_string())?;
-    let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root).map_err(|e| e.to_string())?;
-    map.get("café/0001.txt").map_err(|e| e.to_string())?;
-    map.load().map(|_| ()).map_err(|e| e.to_string())
-}
-
-fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
-    let file = binfmt_parcode::ParFile::new(bytes).map_err(|e| e.to_string())?;
-    file.verify().map_err(|e| e.to_string())?;
-    let root = file.root().map_err(|e| e.to_string())?;
-    let items = binfmt_parcode::LazyVec::<u64>::new(root).map_err(|e| e.to_string())?;
-    items.get(1500).map_err(|e| e.to_string())?;
-    items.load().map(|_| ()).map_err(|e| e.to_string())
-}
-
 fn read_taridx(bytes: Vec<u8>) -> Result<(), String> {
-    let index = taridx::Index::new(bytes).map_err(|e| e.to_string())?;
     // The interleaved fold's shards: 5632, 4096 and 3584 bytes.
-    index
-        .verify(Some(&[5632, 4096, 3584]))
-        .map_err(|e| e.to_string())?;
-    std::hint::black_box(index.extensions().len() + index.crash_stems().len());
-    Ok(())
-}
-
-fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
-    taridx::tar::scan(&bytes)
-        .map(|members| {
-            std::hint::black_box(members.len());
-        })
-        .map_err(|(offset, problem)| format!("{problem} at {offset}"))
+    exercise::read_taridx(bytes, Some(&[5632, 4096, 3584]))
 }
 
 /// Runs `reader` on `bytes`, turning a panic into a failure that names the
@@ -369,4 +311,34 @@ fn tar_shard() {
             members.iter().any(|&(start, end)| start < cut && cut < end)
         }),
     });
+}
+
+/// Inputs the fuzz targets found crashing a reader, one directory per
+/// target (`tests/regressions/TARGET/`): each must now be an error.
+#[test]
+fn fuzz_findings_stay_fixed() {
+    let root = binfmt_tests::workspace_root().join("tests/regressions");
+    let readers: [(&str, Reader); 5] = [
+        ("arcx", read_arcx),
+        ("kast", read_kast),
+        ("par4", |bytes| {
+            read_par4_vec(bytes.clone()).and(read_par4_map(bytes))
+        }),
+        ("taridx_index", |bytes| exercise::read_taridx(bytes, None)),
+        ("tar_shard", read_tar),
+    ];
+    let mut checked = 0;
+    for (target, reader) in readers {
+        let Ok(entries) = std::fs::read_dir(root.join(target)) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let name = path.display().to_string();
+            let result = run(&name, reader, std::fs::read(&path).unwrap());
+            assert!(result.is_err(), "{name} was accepted");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
 }

@@ -5,6 +5,7 @@
 //! - `bench [arcx|kast|par4|taridx]`: this project's code next to the
 //!   reference implementations, every format whose reference is installed
 //!   (or one), printed as one table.
+//! - `fuzz --seconds N [TARGET...]`: the libFuzzer targets of `fuzz/`.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
 //!   indexer, the `arcx` 0.3.0 tool), with `reference/make_reference_fixtures.py`.
@@ -17,6 +18,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench;
 mod bench_arcx;
 mod bench_par4;
+mod fuzz;
 mod report;
 
 #[derive(Debug, Parser)]
@@ -51,6 +53,14 @@ enum Task {
         /// The arcx 0.3.0 binary, for `arcx`.
         #[arg(long, default_value = "target/interop/cargo/bin/arcx")]
         arcx: PathBuf,
+    },
+    /// Run the fuzz targets of fuzz/ (cargo-fuzz, nightly) for a while each.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Only these targets (default: all).
+        targets: Vec<String>,
     },
     /// Remake fixtures/reference/ with the reference tools.
     ReferenceFixtures {
@@ -87,6 +97,7 @@ fn main() -> ExitCode {
             glzn,
             arcx,
         } => bench(format, &python, &dir, glzn.as_deref(), &arcx),
+        Task::Fuzz { seconds, targets } => fuzz::run(workspace_root(), seconds, &targets),
         Task::ReferenceFixtures { python, glzn, arcx } => reference_fixtures(&python, &glzn, &arcx),
     };
     match result {

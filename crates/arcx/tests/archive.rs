@@ -355,3 +355,72 @@ fn a_failed_pack_leaves_nothing() {
     );
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// An archive of one file whose manifest names it `path`, which the packer
+/// would refuse: the manifest is rewritten and its checksum fixed, so only
+/// the name is wrong.
+fn archive_naming(dir: &Path, path: &str) -> Vec<u8> {
+    let tree = dir.join("craft-tree");
+    binfmt_tests::write_tree(&tree, [("placeholder".to_owned(), b"payload".to_vec())]);
+    let packed = dir.join("craft.arcx");
+    pack_dir(&tree, &packed, PackOptions::default(), |_| {}).unwrap();
+    let bytes = fs::read(&packed).unwrap();
+    let footer = bytes.len() - arcx::FOOTER_SIZE;
+    let manifest_offset =
+        u64::from_le_bytes(bytes[footer + 8..footer + 16].try_into().unwrap()) as usize;
+    let region = &bytes[manifest_offset..footer];
+    let body = zstd::decode_all(&region[4..]).unwrap();
+    let mut manifest = arcx::manifest::Manifest::decode_spec_body(&body).unwrap();
+    manifest.files[0].path = path.to_owned();
+    let region = [
+        &region[..4],
+        &zstd::encode_all(&manifest.encode_spec_body().unwrap()[..], 3).unwrap()[..],
+    ]
+    .concat();
+    let mut crafted = bytes[..manifest_offset].to_vec();
+    crafted.extend_from_slice(&region);
+    // Footer: magic and manifest offset as they were, then the new
+    // manifest's size, the file count, its CRC32 and the reserved field.
+    crafted.extend_from_slice(&bytes[footer..footer + 16]);
+    crafted.extend_from_slice(&(region.len() as u64).to_le_bytes());
+    crafted.extend_from_slice(&1u32.to_le_bytes());
+    crafted.extend_from_slice(&arcx::format::crc32(&region).to_le_bytes());
+    crafted.extend_from_slice(&0u64.to_le_bytes());
+    crafted
+}
+
+#[test]
+fn extraction_refuses_hostile_names_in_a_real_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    let absolute = format!("{}/escaped", outside.display());
+    for path in [
+        "../escaped",
+        "inner/../../escaped",
+        absolute.as_str(),
+        "nul\0byte",
+        "back\\slash",
+        "./escaped",
+        "a//b",
+    ] {
+        let bytes = archive_naming(dir.path(), path);
+        let archive = Archive::new(bytes).unwrap();
+        assert_eq!(archive.manifest().files[0].path, path);
+        // The archive is otherwise sound: its file reads and verifies.
+        assert_eq!(archive.read(path).unwrap(), b"payload");
+        let target = dir.path().join("target").join(format!("{:x}", path.len()));
+        fs::create_dir_all(&target).unwrap();
+        let refused = archive.extract(&target);
+        assert!(
+            matches!(
+                refused,
+                Err(ArcxError::Core(binfmt_core::Error::UnsafePath { .. }))
+            ),
+            "{path:?}: {refused:?}"
+        );
+        assert_eq!(fs::read_dir(&target).unwrap().count(), 0, "{path:?}");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "{path:?}");
+        assert!(!dir.path().join("escaped").exists(), "{path:?}");
+    }
+}

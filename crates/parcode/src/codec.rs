@@ -2,12 +2,33 @@
 //! configuration (varint integers, little-endian), as the reference uses.
 
 use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
 
 use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 use xxhash_rust::xxh64::Xxh64;
 
 use crate::error::{ParError, Result};
+
+/// `bincode::serde::seed_decode_from_slice` with the standard
+/// configuration and a limit of `1 << bits` bytes, `bits` chosen at run
+/// time from the list.
+macro_rules! decode_within {
+    ($seed:expr, $bytes:expr, $bits:expr, [$($choice:literal),*]) => {
+        match $bits {
+            $($choice => bincode::serde::seed_decode_from_slice(
+                $seed,
+                $bytes,
+                bincode::config::standard().with_limit::<{ 1usize << $choice }>(),
+            ),)*
+            _ => bincode::serde::seed_decode_from_slice(
+                $seed,
+                $bytes,
+                bincode::config::standard().with_limit::<{ usize::MAX }>(),
+            ),
+        }
+    };
+}
 
 /// Encodes a value.
 pub fn encode<T: Serialize + ?Sized>(value: &T, what: &'static str) -> Result<Vec<u8>> {
@@ -34,21 +55,45 @@ pub fn encode_into<T: Serialize + ?Sized>(
 }
 
 /// Decodes a value from the start of `bytes`, the payload of the chunk at
-/// `offset`; returns it with the number of bytes it used. serde's
-/// collections never preallocate more than a small bound from a length in
-/// the input, so a hostile length fails at the end of the bytes instead of
-/// allocating.
+/// `offset`; returns it with the number of bytes it used.
 pub fn decode<T: DeserializeOwned>(
     bytes: &[u8],
     offset: u64,
     what: &'static str,
 ) -> Result<(T, usize)> {
-    bincode::serde::decode_from_slice(bytes, bincode::config::standard()).map_err(|error| {
-        ParError::Payload {
-            offset,
-            what,
-            why: error.to_string(),
-        }
+    decode_seed(PhantomData::<T>, bytes, offset, what)
+}
+
+/// [`decode`] through a serde seed.
+///
+/// bincode allocates a string or byte vector by the length the input
+/// claims before reading it, so a hostile length could ask for any amount.
+/// Its limit (a type-level constant) bounds every claim: each primitive
+/// claims its size in memory, at most 16 bytes for at least one byte of
+/// input, so a value decoded from `n` bytes never claims more than `16 n`.
+/// The limit used is the smallest power of four at or above that, so no
+/// claim, and no allocation, exceeds 64 times the payload.
+pub fn decode_seed<'de, S: DeserializeSeed<'de>>(
+    seed: S,
+    bytes: &'de [u8],
+    offset: u64,
+    what: &'static str,
+) -> Result<(S::Value, usize)> {
+    let claim = bytes.len().saturating_mul(16).max(16);
+    let bits = usize::BITS - (claim - 1).leading_zeros();
+    let decoded = decode_within!(
+        seed,
+        bytes,
+        bits.next_multiple_of(2),
+        [
+            4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42, 44, 46,
+            48, 50, 52, 54, 56, 58, 60, 62
+        ]
+    );
+    decoded.map_err(|error| ParError::Payload {
+        offset,
+        what,
+        why: error.to_string(),
     })
 }
 
@@ -84,5 +129,21 @@ mod tests {
         // A Vec<u64> claiming u64::MAX items in 10 bytes.
         let bytes = encode(&u64::MAX, "len").unwrap();
         assert!(decode::<Vec<u64>>(&bytes, 0, "vec").is_err());
+    }
+
+    #[test]
+    fn a_length_beyond_the_payload_is_an_error_not_an_allocation() {
+        // 0xFD introduces a u64 varint: a string of 2^62 bytes in 9 bytes.
+        let mut bytes = vec![0xFD];
+        bytes.extend_from_slice(&(1u64 << 62).to_le_bytes());
+        assert!(matches!(
+            decode::<String>(&bytes, 7, "string"),
+            Err(ParError::Payload { offset: 7, .. })
+        ));
+        assert!(decode::<Vec<u8>>(&bytes, 7, "bytes").is_err());
+        assert!(decode::<Vec<String>>(&bytes, 7, "strings").is_err());
+        // What fits still decodes.
+        let hello = encode("hello", "string").unwrap();
+        assert_eq!(decode::<String>(&hello, 0, "string").unwrap().0, "hello");
     }
 }

@@ -49,6 +49,10 @@ pub enum ParError {
         needed: u64,
     },
 
+    /// More children than `Limits::max_children` allows.
+    #[error("chunk at {offset}: {count} children exceed the limit of {limit}")]
+    ChildLimit { offset: u64, count: u32, limit: u32 },
+
     /// A child count larger than the chunk can hold.
     #[error("chunk at {offset}: {count} children need {needed} bytes but the chunk has {length}")]
     TooManyChildren {

@@ -27,11 +27,19 @@ pub struct Limits {
     /// How deep chunks may nest below the root (default 64; the reference
     /// writes 2 levels for a `Vec`, one more per nested struct field).
     pub max_depth: usize,
+    /// How many children one chunk may have (default 2^20; the reference
+    /// writes at most 1,024 buckets for a map and one child per shard of
+    /// about 128 KiB for a `Vec`, so 2^20 children is a 128 GiB vector).
+    /// The chunk's length bounds the count too: each child takes 16 bytes.
+    pub max_children: u32,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_depth: 64 }
+        Self {
+            max_depth: 64,
+            max_children: 1 << 20,
+        }
     }
 }
 
@@ -204,6 +212,13 @@ impl<'a> Chunk<'a> {
                     count,
                     needed: table + 5,
                     length,
+                });
+            }
+            if count > limits.max_children {
+                return Err(ParError::ChildLimit {
+                    offset,
+                    count,
+                    limit: limits.max_children,
                 });
             }
             (count, count_at - table)

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{decode, encode, encode_into};
+use crate::codec::{decode, decode_seed, encode, encode_into};
 use crate::error::{ParError, Result};
 use crate::reader::Chunk;
 use crate::writer::{ChunkGraph, NodeId};
@@ -196,17 +196,13 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         let (shard, local) = self.locate(index)?;
         let chunk = self.container.child(shard)?;
         let payload = chunk.payload()?;
-        bincode::serde::seed_decode_from_slice(
+        decode_seed(
             NthItem::<T>::new(local),
             &payload,
-            bincode::config::standard(),
+            chunk.offset(),
+            "Vec shard",
         )
         .map(|(item, _)| item)
-        .map_err(|error| ParError::Payload {
-            offset: chunk.offset(),
-            what: "Vec shard",
-            why: error.to_string(),
-        })
     }
 
     /// Shard and position in the shard of item `index` (< len).
@@ -345,17 +341,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
     fn decode_shard_into(&self, shard: u32, slots: &mut [MaybeUninit<T>]) -> Result<()> {
         let chunk = self.container.child(shard)?;
         let payload = chunk.payload()?;
-        bincode::serde::seed_decode_from_slice(
-            IntoSlots { slots },
-            &payload,
-            bincode::config::standard(),
-        )
-        .map(|_| ())
-        .map_err(|error| ParError::Payload {
-            offset: chunk.offset(),
-            what: "Vec shard",
-            why: error.to_string(),
-        })
+        decode_seed(IntoSlots { slots }, &payload, chunk.offset(), "Vec shard").map(|_| ())
     }
 }
 

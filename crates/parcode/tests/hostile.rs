@@ -194,10 +194,44 @@ fn depth_is_limited() {
     }
     let bytes = graph.to_bytes(node, Compression::None).unwrap();
     ParFile::new(bytes.clone()).unwrap().verify().unwrap();
-    let shallow = ParFile::with_limits(bytes, Limits { max_depth: 5 }).unwrap();
+    let limits = Limits {
+        max_depth: 5,
+        ..Limits::default()
+    };
+    let shallow = ParFile::with_limits(bytes, limits).unwrap();
     assert!(matches!(
         shallow.verify(),
         Err(ParError::TooDeep { limit: 5, .. })
+    ));
+}
+
+#[test]
+fn children_are_limited() {
+    let mut graph = ChunkGraph::new();
+    let leaves: Vec<_> = (0..10u8)
+        .map(|i| graph.add(vec![i], vec![]).unwrap())
+        .collect();
+    let root = graph.add(Vec::new(), leaves).unwrap();
+    let bytes = graph.to_bytes(root, Compression::None).unwrap();
+    assert_eq!(
+        ParFile::new(bytes.clone())
+            .unwrap()
+            .root()
+            .unwrap()
+            .child_count(),
+        10
+    );
+    let limits = Limits {
+        max_children: 9,
+        ..Limits::default()
+    };
+    assert!(matches!(
+        ParFile::with_limits(bytes, limits),
+        Err(ParError::ChildLimit {
+            count: 10,
+            limit: 9,
+            ..
+        })
     ));
 }
 

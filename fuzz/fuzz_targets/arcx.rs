@@ -1,0 +1,9 @@
+//! An ARCX archive of either dialect: open, read every file, verify.
+#![no_main]
+
+#[path = "../../tests/exercise.rs"]
+mod exercise;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = exercise::read_arcx(data.to_vec());
+});

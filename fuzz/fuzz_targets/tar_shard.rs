@@ -1,0 +1,9 @@
+//! A tar shard, read header by header as the indexer reads it.
+#![no_main]
+
+#[path = "../../tests/exercise.rs"]
+mod exercise;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = exercise::read_tar(data.to_vec());
+});
