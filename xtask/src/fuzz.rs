@@ -23,7 +23,7 @@ fn seeds(dir: &Path, extensions: &[&str], found: &mut Vec<PathBuf>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.is_dir() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
             seeds(&path, extensions, found);
         } else if path
             .extension()

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use binfmt_core::{AtomicFile, IoResultExt};
 
+use crate::about;
 use crate::entries::{EntrySource, check_names_carry, open};
 use crate::sniff::Format;
 
@@ -120,10 +121,6 @@ impl Input<'_> {
         (self.progress)(self.read.get(), self.total);
         Ok(bytes)
     }
-}
-
-fn about(path: &Path, error: impl std::fmt::Display) -> String {
-    format!("{}: {error}", path.display())
 }
 
 fn to_arcx(

@@ -9,6 +9,7 @@
 //! | PAR4 | the entries of a root `HashMap<String, Vec<u8>>` (inline or bucketed); any other PAR4 file has no named entries |
 //! | tar | not opened here: index it with `binfmt taridx index` first |
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -72,7 +73,7 @@ pub trait EntrySource {
 
 /// Opens `path` as named entries, whatever its format.
 pub fn open(path: &Path) -> Result<Box<dyn EntrySource>, String> {
-    let failed = |error: &dyn std::fmt::Display| crate_error(path, error);
+    let failed = |error: &dyn std::fmt::Display| crate::about(path, error);
     match sniff(path).map_err(|e| failed(&e))? {
         Format::Arcx => Ok(Box::new(arcx::Archive::open(path).map_err(|e| failed(&e))?)),
         Format::Kast => Ok(Box::new(
@@ -121,16 +122,6 @@ pub fn extract_with_progress(
         progress(written, entries.len() as u64);
     }
     Ok(entries.len())
-}
-
-fn crate_error(path: &Path, error: &dyn std::fmt::Display) -> String {
-    let message = error.to_string();
-    let name = path.display().to_string();
-    if message.starts_with(&name) {
-        message
-    } else {
-        format!("{name}: {message}")
-    }
 }
 
 impl EntrySource for arcx::Archive {
@@ -197,22 +188,31 @@ impl EntrySource for kastore::Store {
 struct Par4Entries {
     file: parcode::ParFile,
     path: PathBuf,
+    /// The whole map, once a listing has decoded it (a value's size is
+    /// only known decoded); reads are then lookups instead of decoding the
+    /// entry a second time.
+    loaded: OnceCell<HashMap<String, Vec<u8>>>,
 }
 
 impl Par4Entries {
     fn open(path: &Path) -> Result<Self, String> {
-        let file = parcode::ParFile::open(path).map_err(|e| crate_error(path, &e))?;
+        let file = parcode::ParFile::open(path).map_err(|e| crate::about(path, &e))?;
         Ok(Self {
             file,
             path: path.to_owned(),
+            loaded: OnceCell::new(),
         })
     }
 
-    fn map(&self) -> Result<HashMap<String, Vec<u8>>, String> {
+    fn map(&self) -> Result<&HashMap<String, Vec<u8>>, String> {
+        if let Some(map) = self.loaded.get() {
+            return Ok(map);
+        }
         let root = self.file.root().map_err(|e| e.to_string())?;
-        parcode::LazyMap::<String, Vec<u8>>::new(root)
+        let map = parcode::LazyMap::<String, Vec<u8>>::new(root)
             .and_then(|map| map.load())
-            .map_err(|e| format!("{}: the root is not a HashMap<String, Vec<u8>>, so the file has no named entries ({e}); `binfmt par4 inspect` shows its chunk tree", self.path.display()))
+            .map_err(|e| format!("{}: the root is not a HashMap<String, Vec<u8>>, so the file has no named entries ({e}); `binfmt par4 inspect` shows its chunk tree", self.path.display()))?;
+        Ok(self.loaded.get_or_init(|| map))
     }
 }
 
@@ -224,10 +224,10 @@ impl EntrySource for Par4Entries {
     fn list(&self) -> Result<Vec<Entry>, String> {
         let mut entries: Vec<Entry> = self
             .map()?
-            .into_iter()
+            .iter()
             .map(|(name, bytes)| Entry {
                 name_not_utf8: false,
-                name,
+                name: name.clone(),
                 size: bytes.len() as u64,
                 kind: None,
             })
@@ -237,11 +237,17 @@ impl EntrySource for Par4Entries {
     }
 
     fn read(&self, name: &str) -> Result<Vec<u8>, String> {
-        let root = self.file.root().map_err(|e| e.to_string())?;
-        let map = parcode::LazyMap::<String, Vec<u8>>::new(root).map_err(|e| e.to_string())?;
-        map.get(name)
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("no entry {name:?}"))
+        let value = match self.loaded.get() {
+            Some(map) => map.get(name).cloned(),
+            // One entry of a file not listed: decode just that entry.
+            None => {
+                let root = self.file.root().map_err(|e| e.to_string())?;
+                parcode::LazyMap::<String, Vec<u8>>::new(root)
+                    .and_then(|map| map.get(name))
+                    .map_err(|e| e.to_string())?
+            }
+        };
+        value.ok_or_else(|| format!("no entry {name:?}"))
     }
 
     fn verify(&self) -> Result<(), String> {
@@ -262,7 +268,7 @@ struct FoldEntries {
 
 impl FoldEntries {
     fn open(path: &Path) -> Result<Self, String> {
-        let failed = |e: &dyn std::fmt::Display| crate_error(path, e);
+        let failed = |e: &dyn std::fmt::Display| crate::about(path, e);
         let fold = path
             .file_stem()
             .and_then(|stem| stem.to_str())

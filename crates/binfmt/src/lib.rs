@@ -16,3 +16,17 @@ pub use binfmt_core::{Error, Result};
 pub use convert::{ConvertOptions, ConvertSummary, convert, convert_with_progress};
 pub use entries::{Entry, EntrySource, extract, extract_with_progress, open};
 pub use sniff::{Format, sniff, sniff_bytes};
+
+use std::path::Path;
+
+/// An error message that names `path` exactly once: `PATH: message`, or the
+/// message as it is when it already starts with the path.
+pub fn about(path: &Path, error: impl std::fmt::Display) -> String {
+    let message = error.to_string();
+    let name = path.display().to_string();
+    if message.starts_with(&name) {
+        message
+    } else {
+        format!("{name}: {message}")
+    }
+}

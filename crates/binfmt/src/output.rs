@@ -1,8 +1,9 @@
 //! Writing results to stdout, and the exit status they lead to.
 
 use std::io::{self, BufWriter, IsTerminal, Write};
-use std::path::Path;
 use std::process::ExitCode;
+
+pub use binfmt::about;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,17 +47,6 @@ pub fn print(text: &str) -> Result<(), String> {
 pub fn print_json(value: &impl serde::Serialize) -> Result<(), String> {
     let text = serde_json::to_string_pretty(value).map_err(|error| error.to_string())?;
     print(&(text + "\n"))
-}
-
-/// An error message that names `path` exactly once.
-pub fn about(path: &Path, error: impl std::fmt::Display) -> String {
-    let message = error.to_string();
-    let name = path.display().to_string();
-    if message.starts_with(&name) {
-        message
-    } else {
-        format!("{name}: {message}")
-    }
 }
 
 /// A progress bar of `len` steps on stderr, drawn only when stderr is a

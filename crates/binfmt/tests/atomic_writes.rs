@@ -71,6 +71,18 @@ struct Writer {
     out: &'static str,
 }
 
+/// `binfmt convert` of the tree's archive (`source.arcx` beside it) to `to`.
+fn convert_args(tree: &Path, out: &Path, to: &str) -> Vec<std::ffi::OsString> {
+    let source = tree.parent().unwrap().join("source.arcx");
+    vec![
+        "convert".into(),
+        source.into(),
+        out.into(),
+        "--to".into(),
+        to.into(),
+    ]
+}
+
 fn writers() -> Vec<Writer> {
     vec![
         Writer {
@@ -95,30 +107,12 @@ fn writers() -> Vec<Writer> {
         },
         Writer {
             what: "convert to par4",
-            args: |tree, out| {
-                let source = tree.parent().unwrap().join("source.arcx");
-                vec![
-                    "convert".into(),
-                    source.into(),
-                    out.into(),
-                    "--to".into(),
-                    "par4".into(),
-                ]
-            },
+            args: |tree, out| convert_args(tree, out, "par4"),
             out: "out.par4",
         },
         Writer {
             what: "convert to kast",
-            args: |tree, out| {
-                let source = tree.parent().unwrap().join("source.arcx");
-                vec![
-                    "convert".into(),
-                    source.into(),
-                    out.into(),
-                    "--to".into(),
-                    "kast".into(),
-                ]
-            },
+            args: |tree, out| convert_args(tree, out, "kast"),
             out: "out.kas",
         },
     ]

@@ -17,12 +17,22 @@ pub enum Command {
     Verify(VerifyArgs),
 }
 
+/// `--dialect`, for `arcx pack` and `convert --to arcx`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum DialectArg {
+pub enum DialectArg {
     /// The layout of the format's specification (default).
     Spec,
     /// What the arcx 0.3.0 tool reads and writes.
     ArcxCli,
+}
+
+impl From<DialectArg> for Dialect {
+    fn from(dialect: DialectArg) -> Self {
+        match dialect {
+            DialectArg::Spec => Dialect::Spec,
+            DialectArg::ArcxCli => Dialect::ArcxCli,
+        }
+    }
 }
 
 /// Pack the regular files under DIR into an archive.
@@ -124,12 +134,8 @@ fn open(path: &std::path::Path) -> Result<Archive, String> {
 }
 
 fn pack(args: &PackArgs) -> CommandResult {
-    let dialect = match args.dialect {
-        DialectArg::Spec => Dialect::Spec,
-        DialectArg::ArcxCli => Dialect::ArcxCli,
-    };
     let options = PackOptions {
-        dialect,
+        dialect: args.dialect.into(),
         level: args.level,
         block_size: usize::try_from(args.block_size).unwrap_or(256 << 10),
         chunk_size: usize::try_from(args.chunk_size).unwrap_or(1 << 20),
@@ -152,7 +158,7 @@ fn pack(args: &PackArgs) -> CommandResult {
         args.out.display(),
         summary.archive_size,
         summary.blocks,
-        dialect.name()
+        options.dialect.name()
     );
     Ok(Status::Success)
 }

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::cmd::arcx::DialectArg;
 use crate::output::{self, CommandResult, Status};
 
 /// Show a file's format, entry count and total size.
@@ -161,12 +162,6 @@ enum TargetArg {
     Par4,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum DialectArg {
-    Spec,
-    ArcxCli,
-}
-
 /// Convert a file to another format, entry by entry, names and bytes
 /// unchanged.
 ///
@@ -205,10 +200,7 @@ pub fn convert(args: &ConvertArgs) -> CommandResult {
         TargetArg::Par4 => binfmt::Format::Par4,
     };
     let options = binfmt::ConvertOptions {
-        arcx_dialect: match args.dialect {
-            DialectArg::Spec => arcx::Dialect::Spec,
-            DialectArg::ArcxCli => arcx::Dialect::ArcxCli,
-        },
+        arcx_dialect: args.dialect.into(),
         shard_size: args.shard_size,
         par4_compression: if args.lz4 {
             parcode::Compression::Lz4

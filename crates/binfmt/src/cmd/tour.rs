@@ -24,11 +24,13 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, String> {
     while let Some(directory) = stack.pop() {
         let entries = std::fs::read_dir(&directory).map_err(|e| output::about(&directory, e))?;
         for entry in entries {
-            let path = entry.map_err(|e| output::about(&directory, e))?.path();
-            if path.is_dir() {
-                stack.push(path);
+            let entry = entry.map_err(|e| output::about(&directory, e))?;
+            // Not followed through symlinks, so a link to a parent cannot loop.
+            let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+            if is_dir {
+                stack.push(entry.path());
             } else {
-                files.push(path);
+                files.push(entry.path());
             }
         }
     }
