@@ -9,7 +9,7 @@
 /// ARCX, either dialect: open, read every file (blocks checked by CRC32,
 /// files by SHA-256), verify.
 pub fn read_arcx(bytes: Vec<u8>) -> Result<(), String> {
-    let archive = arcx::Archive::new(bytes).map_err(|e| e.to_string())?;
+    let archive = binfmt_arcx::Archive::new(bytes).map_err(|e| e.to_string())?;
     let paths: Vec<String> = archive
         .manifest()
         .files
@@ -25,21 +25,21 @@ pub fn read_arcx(bytes: Vec<u8>) -> Result<(), String> {
 /// KAST: open (every descriptor checked), then every array's bytes and
 /// its typed values.
 pub fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
-    let store = kastore::Store::new(bytes).map_err(|e| e.to_string())?;
+    let store = binfmt_kastore::Store::new(bytes).map_err(|e| e.to_string())?;
     for item in store.items() {
         let sum: u64 = item.le_bytes().iter().map(|&b| u64::from(b)).sum();
         std::hint::black_box(sum);
         let typed = match item.item_type() {
-            kastore::ItemType::Int8 => item.values::<i8>().map(|v| v.len()),
-            kastore::ItemType::Uint8 => item.values::<u8>().map(|v| v.len()),
-            kastore::ItemType::Int16 => item.values::<i16>().map(|v| v.len()),
-            kastore::ItemType::Uint16 => item.values::<u16>().map(|v| v.len()),
-            kastore::ItemType::Int32 => item.values::<i32>().map(|v| v.len()),
-            kastore::ItemType::Uint32 => item.values::<u32>().map(|v| v.len()),
-            kastore::ItemType::Int64 => item.values::<i64>().map(|v| v.len()),
-            kastore::ItemType::Uint64 => item.values::<u64>().map(|v| v.len()),
-            kastore::ItemType::Float32 => item.values::<f32>().map(|v| v.len()),
-            kastore::ItemType::Float64 => item.values::<f64>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Int8 => item.values::<i8>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Uint8 => item.values::<u8>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Int16 => item.values::<i16>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Uint16 => item.values::<u16>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Int32 => item.values::<i32>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Uint32 => item.values::<u32>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Int64 => item.values::<i64>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Uint64 => item.values::<u64>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Float32 => item.values::<f32>().map(|v| v.len()),
+            binfmt_kastore::ItemType::Float64 => item.values::<f64>().map(|v| v.len()),
         };
         std::hint::black_box(typed.map_err(|e| e.to_string())?);
     }
@@ -71,7 +71,7 @@ pub fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
 /// A TARIDX index: open (header and tables checked), verify every row,
 /// against shards of `shard_lens` bytes when given.
 pub fn read_taridx(bytes: Vec<u8>, shard_lens: Option<&[u64]>) -> Result<(), String> {
-    let index = taridx::Index::new(bytes).map_err(|e| e.to_string())?;
+    let index = binfmt_taridx::Index::new(bytes).map_err(|e| e.to_string())?;
     index.verify(shard_lens).map_err(|e| e.to_string())?;
     std::hint::black_box(index.extensions().len() + index.crash_stems().len());
     Ok(())
@@ -79,7 +79,7 @@ pub fn read_taridx(bytes: Vec<u8>, shard_lens: Option<&[u64]>) -> Result<(), Str
 
 /// A tar shard: every header, as the indexer reads it.
 pub fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
-    taridx::tar::scan(&bytes)
+    binfmt_taridx::tar::scan(&bytes)
         .map(|members| {
             std::hint::black_box(members.len());
         })

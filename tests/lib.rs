@@ -84,6 +84,171 @@ pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Measuring the memory a piece of code allocates.
+///
+/// A test binary that wants measurements installs the meter as its
+/// allocator:
+///
+/// ```ignore
+/// #[global_allocator]
+/// static METER: binfmt_tests::memory::Meter = binfmt_tests::memory::Meter;
+/// ```
+///
+/// then wraps each measured operation in [`memory::measure`], which runs one
+/// measurement at a time in the process and reports the peak of live heap
+/// bytes above the level at its start, and the largest single allocation.
+pub mod memory {
+    // The meter forwards to the system allocator.
+    #![allow(unsafe_code)]
+
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts live heap bytes, their peak, and the largest allocation.
+    #[derive(Debug)]
+    pub struct Meter;
+
+    static LIVE: AtomicUsize = AtomicUsize::new(0);
+    static PEAK: AtomicUsize = AtomicUsize::new(0);
+    static LARGEST: AtomicUsize = AtomicUsize::new(0);
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+    fn grew(size: usize) {
+        let live = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        LARGEST.fetch_max(size, Ordering::Relaxed);
+    }
+
+    // SAFETY: every call is forwarded unchanged to `System`, which upholds
+    // the `GlobalAlloc` contract; the additions are relaxed atomic counters.
+    unsafe impl GlobalAlloc for Meter {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            grew(layout.size());
+            // SAFETY: the caller's layout is passed through as received.
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            grew(layout.size());
+            // SAFETY: as for `alloc`.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            // SAFETY: `ptr` came from `System` with this layout.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            grew(new_size);
+            // SAFETY: `ptr` came from `System` with `layout`.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+
+    /// What [`measure`] saw.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Usage {
+        /// The highest number of live heap bytes above the level at the start.
+        pub peak: usize,
+        /// The largest single allocation.
+        pub largest: usize,
+    }
+
+    /// Runs `f` alone (one measurement at a time in the process) and
+    /// reports its heap usage; zero unless [`Meter`] is the allocator.
+    pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Usage) {
+        let _alone = ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let base = LIVE.load(Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
+        LARGEST.store(0, Ordering::Relaxed);
+        let value = f();
+        let usage = Usage {
+            peak: PEAK.load(Ordering::Relaxed).saturating_sub(base),
+            largest: LARGEST.load(Ordering::Relaxed),
+        };
+        (value, usage)
+    }
+}
+
+/// A `Read + Seek` over bytes in memory that counts what readers ask of it,
+/// to assert how many bytes an operation reads through a non-mapped source.
+pub mod counting {
+    use std::io::{Cursor, Read, Seek, SeekFrom};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Bytes read and positioned reads made so far.
+    #[derive(Debug, Default)]
+    pub struct Stats {
+        bytes: AtomicU64,
+        reads: AtomicU64,
+    }
+
+    impl Stats {
+        /// Bytes read so far.
+        pub fn bytes(&self) -> u64 {
+            self.bytes.load(Ordering::Relaxed)
+        }
+
+        /// Seeks to a position (one per positioned read) so far.
+        pub fn reads(&self) -> u64 {
+            self.reads.load(Ordering::Relaxed)
+        }
+
+        /// Bytes and reads since the last call, then starts counting afresh.
+        pub fn take(&self) -> (u64, u64) {
+            (
+                self.bytes.swap(0, Ordering::Relaxed),
+                self.reads.swap(0, Ordering::Relaxed),
+            )
+        }
+    }
+
+    /// `bytes` as a counted `Read + Seek`.
+    #[derive(Debug)]
+    pub struct Counted {
+        inner: Cursor<Vec<u8>>,
+        stats: Arc<Stats>,
+    }
+
+    impl Counted {
+        /// The reader and the counters it updates.
+        pub fn new(bytes: Vec<u8>) -> (Self, Arc<Stats>) {
+            let stats = Arc::new(Stats::default());
+            (
+                Self {
+                    inner: Cursor::new(bytes),
+                    stats: Arc::clone(&stats),
+                },
+                stats,
+            )
+        }
+    }
+
+    impl Read for Counted {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            Ok(n)
+        }
+    }
+
+    impl Seek for Counted {
+        fn seek(&mut self, position: SeekFrom) -> std::io::Result<u64> {
+            if matches!(position, SeekFrom::Start(_)) {
+                self.stats.reads.fetch_add(1, Ordering::Relaxed);
+            }
+            self.inner.seek(position)
+        }
+    }
+}
+
 /// Running a command-line program in tests.
 pub mod cli {
     use std::path::Path;

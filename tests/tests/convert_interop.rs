@@ -35,7 +35,7 @@ fn source(dir: &Path) -> (std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
     let tree = dir.join("tree");
     let written = write_tree(&tree, files);
     let archive = dir.join("source.arcx");
-    arcx::pack_dir(&tree, &archive, arcx::PackOptions::default(), |_| {}).unwrap();
+    binfmt_arcx::pack_dir(&tree, &archive, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
     (archive, written)
 }
 
@@ -47,7 +47,7 @@ fn converted(
     let (archive, files) = source(dir);
     let output = dir.join(output);
     let options = ConvertOptions {
-        arcx_dialect: arcx::Dialect::ArcxCli,
+        arcx_dialect: binfmt_arcx::Dialect::ArcxCli,
         shard_size: 1 << 20,
         ..ConvertOptions::default()
     };
@@ -116,7 +116,7 @@ fn python_kastore_loads_our_kast_conversion() {
 fn parcode_loads_our_par4_conversion() {
     let dir = tempfile::tempdir().unwrap();
     let (file, files) = converted(dir.path(), "converted.par4", Format::Par4);
-    let loaded: HashMap<String, Vec<u8>> = parcode_ref::Parcode::load(&file).unwrap();
+    let loaded: HashMap<String, Vec<u8>> = parcode::Parcode::load(&file).unwrap();
     assert_eq!(loaded.len(), files.len());
     for (name, bytes) in &files {
         assert!(loaded[name] == *bytes, "{name} differs");
@@ -128,7 +128,7 @@ fn tar_extracts_our_taridx_conversion() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("fold")).unwrap();
     let (index, files) = converted(dir.path(), "fold/train.taridx", Format::Taridx);
-    let shards = taridx::fold_shards(index.parent().unwrap(), "train").unwrap();
+    let shards = binfmt_taridx::fold_shards(index.parent().unwrap(), "train").unwrap();
     // 2.5 MB of entries in 1 MiB shards, the large entry alone in its own.
     assert!(shards.len() >= 3, "{shards:?}");
     let extracted = dir.path().join("extracted");

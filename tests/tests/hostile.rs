@@ -262,16 +262,17 @@ fn taridx_index() {
 fn tar_shard() {
     let file = "generated/taridx/interleaved_0000.tar";
     // (header start, payload end) of every member.
-    let members: Vec<(usize, usize)> = taridx::tar::scan(&std::fs::read(fixture(file)).unwrap())
-        .unwrap()
-        .iter()
-        .map(|member| {
-            (
-                member.offset as usize,
-                (member.offset + 512 + member.size) as usize,
-            )
-        })
-        .collect();
+    let members: Vec<(usize, usize)> =
+        binfmt_taridx::tar::scan(&std::fs::read(fixture(file)).unwrap())
+            .unwrap()
+            .iter()
+            .map(|member| {
+                (
+                    member.offset as usize,
+                    (member.offset + 512 + member.size) as usize,
+                )
+            })
+            .collect();
     assert_eq!(members.len(), 3);
     // A header's checksum covers every byte of it. The checksum field
     // itself may be written "0001234\0 " or " 001234 \0" alike, so a leading

@@ -13,9 +13,9 @@
 use std::path::Path;
 use std::process::Command;
 
+use binfmt_kastore::{ItemType, Store, Writer};
 use binfmt_tests::interop::{python, python_script};
 use binfmt_tests::pseudo_random_bytes as bytes;
-use kastore::{ItemType, Store, Writer};
 
 /// One array: key, type, little-endian bytes.
 type Array = (String, ItemType, Vec<u8>);

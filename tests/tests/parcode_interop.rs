@@ -9,9 +9,6 @@
     clippy::indexing_slicing
 )]
 
-// The reference's derive names its crate `parcode`.
-extern crate parcode_ref as parcode;
-
 use std::collections::HashMap;
 
 use binfmt_parcode::{

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use binfmt_kastore::{ItemType, Store, Writer};
 use binfmt_tests::pseudo_random_bytes;
-use kastore::{ItemType, Store, Writer};
 
 use crate::report::{Report, median};
 
@@ -70,7 +70,7 @@ pub fn taridx(python: &Path, glzn: &Path, dir: &Path, report: &mut Report) -> Re
         let mut runs = Vec::new();
         for _ in 0..5 {
             let start = Instant::now();
-            taridx::index_fold(&root, "bench", taridx::IndexOptions { jobs }, || {})
+            binfmt_taridx::index_fold(&root, "bench", binfmt_taridx::IndexOptions { jobs }, || {})
                 .map_err(|e| e.to_string())?;
             runs.push(start.elapsed());
         }

@@ -170,7 +170,7 @@ fn taridx_folds(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
         let mut count = 0;
         for (number, members) in shards.iter().enumerate() {
             let path = dir.join(format!("{fold}_{number:04}.tar"));
-            let mut tar = taridx::TarWriter::new(Vec::new());
+            let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
             for (name, data) in members {
                 tar.append(name, data).map_err(|e| about(&path, e))?;
             }
@@ -180,7 +180,7 @@ fn taridx_folds(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
             paths.push(path);
         }
         let index = dir.join(format!("{fold}.taridx"));
-        taridx::index_shards(&paths, taridx::IndexOptions::default(), || {})
+        binfmt_taridx::index_shards(&paths, binfmt_taridx::IndexOptions::default(), || {})
             .map_err(|e| about(&index, e))?
             .write_file(&index)
             .map_err(|e| about(&index, e))?;
@@ -232,23 +232,24 @@ fn arcx_archives(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> 
         ),
     ];
     for (dialect, tag, about_dialect) in [
-        (arcx::Dialect::Spec, "spec", "the seed's layout"),
+        (binfmt_arcx::Dialect::Spec, "spec", "the seed's layout"),
         (
-            arcx::Dialect::ArcxCli,
+            binfmt_arcx::Dialect::ArcxCli,
             "arcx-cli",
             "the layout `arcx` 0.3.0 reads",
         ),
     ] {
         for (name, files, exercises) in &sets {
             let path = dir.join(format!("{name}.{tag}.arcx"));
-            let options = arcx::PackOptions {
+            let options = binfmt_arcx::PackOptions {
                 dialect,
                 block_size: 1024,
                 chunk_size: 4096,
                 jobs: Some(1),
-                ..arcx::PackOptions::default()
+                ..binfmt_arcx::PackOptions::default()
             };
-            let mut packer = arcx::Packer::create(&path, options).map_err(|e| about(&path, e))?;
+            let mut packer =
+                binfmt_arcx::Packer::create(&path, options).map_err(|e| about(&path, e))?;
             for (file, bytes) in files {
                 packer
                     .add(file, &mut bytes.as_slice())
@@ -268,22 +269,22 @@ fn arcx_archives(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> 
 
 fn kast_stores(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
     create_dir(dir)?;
-    let write = |name: &str, writer: &kastore::Writer<'_>| -> Result<PathBuf, String> {
+    let write = |name: &str, writer: &binfmt_kastore::Writer<'_>| -> Result<PathBuf, String> {
         let path = dir.join(name);
         writer.write_file(&path).map_err(|e| about(&path, e))?;
         Ok(path)
     };
-    let failed = |e: kastore::KastError| e.to_string();
+    let failed = |e: binfmt_kastore::KastError| e.to_string();
 
-    let path = write("empty.kas", &kastore::Writer::new())?;
+    let path = write("empty.kas", &binfmt_kastore::Writer::new())?;
     record(fixtures, &path, Some(0), "no keys: a header only");
 
-    let mut writer = kastore::Writer::new();
+    let mut writer = binfmt_kastore::Writer::new();
     writer.insert("only", &[1u32, 2, 3][..]).map_err(failed)?;
     let path = write("one.kas", &writer)?;
     record(fixtures, &path, Some(1), "one uint32 array");
 
-    let mut writer = kastore::Writer::new();
+    let mut writer = binfmt_kastore::Writer::new();
     writer
         .insert("int8", &[i8::MIN, -1, 0, 1, i8::MAX][..])
         .map_err(failed)?;
@@ -338,10 +339,10 @@ fn kast_stores(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
         "every element type with its extremes (NaN, ±infinity, −0.0), an empty array",
     );
 
-    let mut writer = kastore::Writer::new();
+    let mut writer = binfmt_kastore::Writer::new();
     for (key, value) in unicode_entries() {
         writer
-            .insert_raw(key.as_bytes(), kastore::ItemType::Uint8, value)
+            .insert_raw(key.as_bytes(), binfmt_kastore::ItemType::Uint8, value)
             .map_err(failed)?;
     }
     let path = write("unicode.kas", &writer)?;

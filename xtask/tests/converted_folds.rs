@@ -23,7 +23,7 @@ fn fixtures() -> PathBuf {
 }
 
 fn shards(dir: &Path, fold: &str) -> Vec<PathBuf> {
-    taridx::fold_shards(dir, fold).unwrap()
+    binfmt_taridx::fold_shards(dir, fold).unwrap()
 }
 
 /// A row as the reference and this project agree to describe it: where the
@@ -31,7 +31,7 @@ fn shards(dir: &Path, fold: &str) -> Vec<PathBuf> {
 /// ids depend on the order extensions were first seen).
 type RowView = (u16, u64, u64, u64, u32, String);
 
-fn rows(index: &taridx::Index) -> Vec<RowView> {
+fn rows(index: &binfmt_taridx::Index) -> Vec<RowView> {
     index
         .rows()
         .iter()
@@ -75,8 +75,8 @@ fn the_index_is_the_reference_indexers() {
     let reference_dir = fixtures().join("reference/converted");
     for ((fold, _, _), ours) in CONVERTED_FOLDS.iter().zip(&indexes) {
         let reference_path = reference_dir.join(format!("{fold}.taridx"));
-        let reference = taridx::Index::open(&reference_path).unwrap();
-        let ours_index = taridx::Index::open(ours).unwrap();
+        let reference = binfmt_taridx::Index::open(&reference_path).unwrap();
+        let ours_index = binfmt_taridx::Index::open(ours).unwrap();
         // The reference indexer treats every 512-byte header as a member,
         // pax extended headers included (spec/taridx.md §3); this project
         // does not. Apart from those rows, every row is the same.

@@ -114,7 +114,7 @@ fn the_edge_cases_are_really_there() {
         "no ustar prefix"
     );
     // Non-contiguous: some stem's rows are separated by another stem's.
-    let index = taridx::Index::open(dir.join("taridx/interleaved.taridx")).unwrap();
+    let index = binfmt_taridx::Index::open(dir.join("taridx/interleaved.taridx")).unwrap();
     let stems: Vec<u64> = index.rows().iter().map(|row| row.keyhash.get()).collect();
     let contiguous = stems
         .iter()
@@ -125,15 +125,24 @@ fn the_edge_cases_are_really_there() {
 
     // ARCX: several blocks, both codecs, a file in three chunks; both dialects.
     for (file, dialect) in [
-        ("arcx/multi_block.spec.arcx", arcx::Dialect::Spec),
-        ("arcx/multi_block.arcx-cli.arcx", arcx::Dialect::ArcxCli),
+        ("arcx/multi_block.spec.arcx", binfmt_arcx::Dialect::Spec),
+        (
+            "arcx/multi_block.arcx-cli.arcx",
+            binfmt_arcx::Dialect::ArcxCli,
+        ),
     ] {
-        let archive = arcx::Archive::open(dir.join(file)).unwrap();
+        let archive = binfmt_arcx::Archive::open(dir.join(file)).unwrap();
         assert_eq!(archive.dialect(), dialect, "{file}");
         let manifest = archive.manifest();
         let codecs: Vec<_> = manifest.blocks.iter().map(|block| block.codec).collect();
-        assert!(codecs.contains(&arcx::Codec::Store), "{file}: {codecs:?}");
-        assert!(codecs.contains(&arcx::Codec::Zstd), "{file}: {codecs:?}");
+        assert!(
+            codecs.contains(&binfmt_arcx::Codec::Store),
+            "{file}: {codecs:?}"
+        );
+        assert!(
+            codecs.contains(&binfmt_arcx::Codec::Zstd),
+            "{file}: {codecs:?}"
+        );
         let large = manifest
             .files
             .iter()
@@ -143,7 +152,7 @@ fn the_edge_cases_are_really_there() {
     }
 
     // KAST: every type, the extremes, an empty array.
-    let store = kastore::Store::open(dir.join("kast/types.kas")).unwrap();
+    let store = binfmt_kastore::Store::open(dir.join("kast/types.kas")).unwrap();
     assert_eq!(store.items().count(), 11);
     assert_eq!(
         store.array::<i64>("int64").unwrap().to_vec(),

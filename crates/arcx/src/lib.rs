@@ -7,9 +7,9 @@
 //! let dir = tempfile::tempdir()?;
 //! std::fs::write(dir.path().join("hello.txt"), b"hello")?;
 //! let out = dir.path().join("out.arcx");
-//! arcx::pack_dir(dir.path(), &out, arcx::PackOptions::default(), |_| {})?;
+//! binfmt_arcx::pack_dir(dir.path(), &out, binfmt_arcx::PackOptions::default(), |_| {})?;
 //!
-//! let archive = arcx::Archive::open(&out)?;          // footer, then manifest
+//! let archive = binfmt_arcx::Archive::open(&out)?;          // footer, then manifest
 //! assert_eq!(archive.read("hello.txt")?, b"hello");   // only that file's blocks
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

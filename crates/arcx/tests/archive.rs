@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use arcx::{Archive, ArcxError, Dialect, PackOptions, pack_dir};
+use binfmt_arcx::{Archive, ArcxError, Dialect, PackOptions, pack_dir};
 use binfmt_tests::pseudo_random_bytes;
 
 const DIALECTS: [Dialect; 2] = [Dialect::Spec, Dialect::ArcxCli];
@@ -56,7 +56,7 @@ fn options(dialect: Dialect) -> PackOptions {
     }
 }
 
-fn pack(tree: &Path, out: &Path, dialect: Dialect) -> arcx::PackSummary {
+fn pack(tree: &Path, out: &Path, dialect: Dialect) -> binfmt_arcx::PackSummary {
     pack_dir(tree, out, options(dialect), |_| {}).unwrap()
 }
 
@@ -117,7 +117,7 @@ fn small_files_share_blocks_and_large_files_split() {
     // Incompressible data is stored, not inflated.
     let random_block =
         &manifest.blocks[manifest.chunks[file("random.bin").chunks[0] as usize].block_id as usize];
-    assert_eq!(random_block.codec, arcx::Codec::Store);
+    assert_eq!(random_block.codec, binfmt_arcx::Codec::Store);
 }
 
 #[test]
@@ -326,7 +326,7 @@ fn extraction_never_writes_through_symlinks() {
 fn packing_refuses_paths_an_archive_cannot_hold() {
     let dir = tempfile::tempdir().unwrap();
     let mut packer =
-        arcx::Packer::create(dir.path().join("x.arcx"), PackOptions::default()).unwrap();
+        binfmt_arcx::Packer::create(dir.path().join("x.arcx"), PackOptions::default()).unwrap();
     for path in ["", "/abs", "a/../b", "a\\b"] {
         assert!(
             matches!(
@@ -365,12 +365,12 @@ fn archive_naming(dir: &Path, path: &str) -> Vec<u8> {
     let packed = dir.join("craft.arcx");
     pack_dir(&tree, &packed, PackOptions::default(), |_| {}).unwrap();
     let bytes = fs::read(&packed).unwrap();
-    let footer = bytes.len() - arcx::FOOTER_SIZE;
+    let footer = bytes.len() - binfmt_arcx::FOOTER_SIZE;
     let manifest_offset =
         u64::from_le_bytes(bytes[footer + 8..footer + 16].try_into().unwrap()) as usize;
     let region = &bytes[manifest_offset..footer];
     let body = zstd::decode_all(&region[4..]).unwrap();
-    let mut manifest = arcx::manifest::Manifest::decode_spec_body(&body).unwrap();
+    let mut manifest = binfmt_arcx::manifest::Manifest::decode_spec_body(&body).unwrap();
     manifest.files[0].path = path.to_owned();
     let region = [
         &region[..4],
@@ -384,7 +384,7 @@ fn archive_naming(dir: &Path, path: &str) -> Vec<u8> {
     crafted.extend_from_slice(&bytes[footer..footer + 16]);
     crafted.extend_from_slice(&(region.len() as u64).to_le_bytes());
     crafted.extend_from_slice(&1u32.to_le_bytes());
-    crafted.extend_from_slice(&arcx::format::crc32(&region).to_le_bytes());
+    crafted.extend_from_slice(&binfmt_arcx::format::crc32(&region).to_le_bytes());
     crafted.extend_from_slice(&0u64.to_le_bytes());
     crafted
 }

@@ -15,7 +15,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use arcx::{Archive, Dialect, PackOptions, pack_dir};
+use binfmt_arcx::{Archive, Dialect, PackOptions, pack_dir};
 use binfmt_tests::interop::arcx;
 use binfmt_tests::pseudo_random_bytes;
 

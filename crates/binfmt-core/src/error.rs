@@ -105,6 +105,14 @@ pub enum Error {
     #[error("refused to extract {name:?}: {why}")]
     UnsafePath { name: String, why: &'static str },
 
+    /// A path that must be a regular file (read by offset) is something else.
+    #[error("{}: {kind}, not a regular file (this needs a file it can read by offset)", path.display())]
+    NotRegularFile { path: PathBuf, kind: &'static str },
+
+    /// A size or count from the input exceeds a configured limit.
+    #[error("{what}: {value} exceeds the limit of {limit}")]
+    LimitExceeded { what: What, value: u64, limit: u64 },
+
     /// An I/O operation on a named file failed.
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },

@@ -11,8 +11,9 @@
 //!   file offsets;
 //! - [`range`]: checked offset + length arithmetic, ranges inside a file,
 //!   alignment, and counts bounded by the bytes present;
-//! - [`source`]: [`ByteSource`], a whole file mapped or read into memory, and
-//!   [`PositionalFile`] for positional reads;
+//! - [`source`]: [`Source`], bytes at (offset, length), the one way readers
+//!   get bytes: from memory, a map ([`ByteSource`]), `pread`
+//!   ([`FileSource`]) or any `Read + Seek` ([`SeekSource`]);
 //! - [`atomic`]: [`AtomicFile`], output that appears whole or not at all;
 //! - [`extract`]: [`extract::safe_target`], the gate between an untrusted
 //!   entry name and a path on disk;
@@ -33,4 +34,4 @@ pub mod varint;
 pub use atomic::AtomicFile;
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
-pub use source::{ByteSource, PositionalFile};
+pub use source::{ByteSource, FileSource, RangeReader, SeekSource, Source, SourceExt};

@@ -1,29 +1,339 @@
-//! Where the bytes come from: a whole-file view, or positional reads.
+//! Where readers get bytes: one positional source.
 //!
-//! [`ByteSource`] is the whole file as one `&[u8]`: memory-mapped when the
-//! file is a regular file, read into memory otherwise (pipes, stdin, special
-//! files, and files the operating system will not map). Readers parse it in
-//! place and hand out slices of it.
+//! Every reader in the workspace asks for "the `len` bytes at `offset`" and
+//! nothing else, through [`Source`]. A source whose bytes already sit in
+//! memory (a map, a `Vec`) says so with [`Source::in_memory`], and readers
+//! borrow from it: zero-copy stays zero-copy. Any other source (a file read
+//! by `pread`, any `Read + Seek`, a remote object) copies the range into a
+//! buffer, so opening a file reads only the few bytes a format locates
+//! itself with, and nothing needs a map or the whole file in memory.
 //!
-//! [`PositionalFile`] reads byte ranges on demand (`pread`), for tools that
-//! touch a few bytes of many files, such as format sniffing, and for callers
-//! that do not want a map.
+//! | source | bytes come from | borrowable |
+//! |---|---|---|
+//! | `[u8]`, `Vec<u8>` | memory | yes |
+//! | [`ByteSource`] | a read-only map of a regular file, or a buffer | yes |
+//! | [`FileSource`] | `pread` on a regular file | no |
+//! | [`SeekSource`] | any `Read + Seek`, behind a lock | no |
+//!
+//! [`SourceExt`] adds the checked helpers readers use: [`SourceExt::bytes_at`]
+//! (borrowed or copied, the range checked against the source's size before
+//! anything is allocated), [`SourceExt::record_at`] for fixed layouts, and
+//! [`SourceExt::reader`], a [`RangeReader`] that streams a range through
+//! `std::io::Read` in the caller's buffer, for entries too large to hold.
+//!
+//! Files that are not regular (FIFOs, devices, sockets) are refused by
+//! [`FileSource::open`] and [`ByteSource::open`] before they are opened for
+//! reading: a FIFO would block the open, a device such as `/dev/zero` would
+//! never end.
+//!
+//! ```
+//! use binfmt_core::source::{Source, SourceExt};
+//!
+//! let bytes = b"header|payload".to_vec();
+//! let head = bytes.bytes_at(0, 6, "header")?;            // borrowed: Vec is in memory
+//! assert_eq!(&*head, b"header");
+//! let mut payload = String::new();
+//! std::io::Read::read_to_string(&mut bytes.reader(7, 7, "payload")?, &mut payload)?;
+//! assert_eq!(payload, "payload");
+//! assert!(bytes.bytes_at(10, 8, "past the end").is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-use std::fs::File;
-use std::io::Read;
+use std::borrow::Cow;
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use memmap2::Mmap;
 
-use crate::error::{IoResultExt, Result, What};
+use crate::error::{Error, IoResultExt, Result, What};
+use crate::layout::Record;
 use crate::range::{check_range, to_usize};
 
-/// A read-only view of a whole file.
+/// Bytes at `(offset, length)`: the one way readers get bytes.
+///
+/// Implementations take `&self` so that one source serves several readers
+/// and threads at once.
+pub trait Source: Send + Sync + fmt::Debug {
+    /// The size of the source in bytes.
+    fn len(&self) -> u64;
+
+    /// Whether the source holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole source, when its bytes already sit in memory; readers then
+    /// borrow slices of it instead of copying.
+    fn in_memory(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// Fills `buf` with the bytes at `offset`. Callers check the range
+    /// against [`Source::len`] first ([`SourceExt`] does).
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
+
+    /// What the source is called in error messages: its path or URL.
+    fn name(&self) -> &Path;
+
+    /// A hint that these ranges will be read soon; a source that pays per
+    /// request (a remote object) may fetch them together. The default does
+    /// nothing.
+    fn will_read(&self, ranges: &[std::ops::Range<u64>]) {
+        let _ = ranges;
+    }
+}
+
+/// Checked reads from any [`Source`].
+pub trait SourceExt: Source {
+    /// The `len` bytes at `offset`: borrowed when the source is in memory,
+    /// read into a buffer otherwise. The range is checked against the
+    /// source's size before anything is allocated.
+    fn bytes_at(&self, offset: u64, len: u64, what: impl Into<What>) -> Result<Cow<'_, [u8]>> {
+        let what = what.into();
+        let range = check_range(offset, len, self.len(), what)?;
+        if let Some(bytes) = self.in_memory() {
+            return Ok(Cow::Borrowed(bytes.get(range).unwrap_or_default()));
+        }
+        let mut buf = vec![0; range.len()];
+        self.read_exact_at(offset, &mut buf)
+            .with_path(self.name())?;
+        Ok(Cow::Owned(buf))
+    }
+
+    /// Fills `buf` from `offset`, after checking the range.
+    fn fill_at(&self, offset: u64, buf: &mut [u8], what: impl Into<What>) -> Result<()> {
+        let range = check_range(offset, buf.len() as u64, self.len(), what)?;
+        if let Some(bytes) = self.in_memory() {
+            buf.copy_from_slice(bytes.get(range).unwrap_or_default());
+            return Ok(());
+        }
+        self.read_exact_at(offset, buf).with_path(self.name())
+    }
+
+    /// `N` bytes at `offset`.
+    fn array_at<const N: usize>(&self, offset: u64, what: impl Into<What>) -> Result<[u8; N]> {
+        let mut out = [0; N];
+        self.fill_at(offset, &mut out, what)?;
+        Ok(out)
+    }
+
+    /// The fixed-layout record at `offset`, copied out.
+    fn record_at<R: Record>(&self, offset: u64) -> Result<R> {
+        let bytes = self.bytes_at(offset, R::SIZE as u64, R::WHAT)?;
+        R::read_at(&bytes, 0).map_err(|error| relocate(error, offset))
+    }
+
+    /// A reader of the `len` bytes at `offset`, checked against the source's
+    /// size; it reads straight into the caller's buffer, so memory does not
+    /// grow with `len`.
+    fn reader(
+        &self,
+        offset: u64,
+        len: u64,
+        what: impl Into<What>,
+    ) -> Result<RangeReader<'_, Self>> {
+        let what = what.into();
+        check_range(offset, len, self.len(), what.clone())?;
+        Ok(RangeReader {
+            source: self,
+            position: offset,
+            end: offset + len,
+        })
+    }
+}
+
+impl<S: Source + ?Sized> SourceExt for S {}
+
+/// Errors of a record read from a buffer that starts at `offset` carry the
+/// file offset instead of 0.
+fn relocate(error: Error, offset: u64) -> Error {
+    match error {
+        Error::Truncated {
+            what,
+            offset: at,
+            needed,
+            available,
+        } => Error::Truncated {
+            what,
+            offset: at + offset,
+            needed,
+            available,
+        },
+        other => other,
+    }
+}
+
+/// A range of a [`Source`] as `std::io::Read`, from [`SourceExt::reader`].
+#[derive(Debug)]
+pub struct RangeReader<'a, S: ?Sized> {
+    source: &'a S,
+    position: u64,
+    end: u64,
+}
+
+impl<S: Source + ?Sized> RangeReader<'_, S> {
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> u64 {
+        self.end - self.position
+    }
+}
+
+impl<S: Source + ?Sized> Read for RangeReader<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = usize::try_from(self.remaining())
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let Some(buf) = buf.get_mut(..n) else {
+            return Ok(0);
+        };
+        if n == 0 {
+            return Ok(0);
+        }
+        match self.source.in_memory() {
+            Some(bytes) => {
+                let start = usize::try_from(self.position).map_err(io::Error::other)?;
+                let piece = bytes
+                    .get(start..start + n)
+                    .ok_or(io::ErrorKind::UnexpectedEof)?;
+                buf.copy_from_slice(piece);
+            }
+            None => self.source.read_exact_at(self.position, buf)?,
+        }
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+const MEMORY: &str = "<memory>";
+
+impl Source for [u8] {
+    fn len(&self) -> u64 {
+        <[u8]>::len(self) as u64
+    }
+
+    fn in_memory(&self) -> Option<&[u8]> {
+        Some(self)
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let start = usize::try_from(offset).map_err(io::Error::other)?;
+        let piece = self
+            .get(start..)
+            .and_then(|tail| tail.get(..buf.len()))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(piece);
+        Ok(())
+    }
+
+    fn name(&self) -> &Path {
+        Path::new(MEMORY)
+    }
+}
+
+impl Source for Vec<u8> {
+    fn len(&self) -> u64 {
+        self.as_slice().len() as u64
+    }
+
+    fn in_memory(&self) -> Option<&[u8]> {
+        Some(self)
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.as_slice().read_exact_at(offset, buf)
+    }
+
+    fn name(&self) -> &Path {
+        Path::new(MEMORY)
+    }
+}
+
+/// Forwards every method, so references and shared pointers are sources.
+macro_rules! forward_source {
+    ($($pointer:ty),*) => {$(
+        impl<S: Source + ?Sized> Source for $pointer {
+            fn len(&self) -> u64 {
+                (**self).len()
+            }
+            fn in_memory(&self) -> Option<&[u8]> {
+                (**self).in_memory()
+            }
+            fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+                (**self).read_exact_at(offset, buf)
+            }
+            fn name(&self) -> &Path {
+                (**self).name()
+            }
+            fn will_read(&self, ranges: &[std::ops::Range<u64>]) {
+                (**self).will_read(ranges)
+            }
+        }
+    )*};
+}
+forward_source!(&S, Box<S>, Arc<S>);
+
+/// Refuses anything but a regular file (symlinks are followed), before the
+/// file is opened: opening a FIFO for reading blocks until a writer comes.
+fn check_regular(path: &Path) -> Result<()> {
+    let metadata = fs::metadata(path).with_path(path)?;
+    if metadata.is_file() {
+        return Ok(());
+    }
+    Err(Error::NotRegularFile {
+        path: path.to_owned(),
+        kind: file_kind(&metadata),
+    })
+}
+
+fn file_kind(metadata: &fs::Metadata) -> &'static str {
+    let file_type = metadata.file_type();
+    if file_type.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a regular file"
+}
+
+/// Opens a regular file, checking its type again on the open descriptor (the
+/// path could have been replaced in between).
+fn open_regular(path: &Path) -> Result<(File, u64)> {
+    check_regular(path)?;
+    let file = File::open(path).with_path(path)?;
+    let metadata = file.metadata().with_path(path)?;
+    if !metadata.is_file() {
+        return Err(Error::NotRegularFile {
+            path: path.to_owned(),
+            kind: file_kind(&metadata),
+        });
+    }
+    Ok((file, metadata.len()))
+}
+
+/// A whole file in memory: mapped when it is a non-empty regular file, read
+/// into a buffer otherwise.
 #[derive(Debug)]
 pub struct ByteSource {
     bytes: Bytes,
-    path: Option<PathBuf>,
+    path: PathBuf,
 }
 
 #[derive(Debug)]
@@ -33,54 +343,52 @@ enum Bytes {
 }
 
 impl ByteSource {
-    /// Opens `path`: maps it when it is a non-empty regular file, reads it
-    /// into memory otherwise or when mapping fails.
+    /// Maps the regular file at `path` (reads it when mapping fails or the
+    /// file is empty). Anything but a regular file is refused.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let mut file = File::open(path).with_path(path)?;
-        let metadata = file.metadata().with_path(path)?;
-        if metadata.is_file()
-            && metadata.len() > 0
+        let (mut file, len) = open_regular(path)?;
+        if len > 0
             && let Ok(map) = map_read_only(&file)
         {
             return Ok(Self {
                 bytes: Bytes::Mapped(map),
-                path: Some(path.to_owned()),
+                path: path.to_owned(),
             });
         }
         Self::read_from(&mut file, path)
     }
 
-    /// Reads `path` into memory without mapping it.
+    /// Reads the regular file at `path` into memory without mapping it.
     pub fn read(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let mut file = File::open(path).with_path(path)?;
+        let (mut file, _) = open_regular(path)?;
         Self::read_from(&mut file, path)
     }
 
-    /// Reads a stream to its end, for non-seekable input such as stdin;
-    /// `name` is used in error messages.
+    /// Reads a stream to its end; `name` is used in error messages. Memory
+    /// grows with the bytes the stream produces.
     pub fn read_from(reader: &mut impl Read, name: impl AsRef<Path>) -> Result<Self> {
         let name = name.as_ref();
         let mut bytes = Vec::new();
         reader.read_to_end(&mut bytes).with_path(name)?;
         Ok(Self {
             bytes: Bytes::Owned(bytes),
-            path: Some(name.to_owned()),
+            path: name.to_owned(),
         })
     }
 
-    /// Bytes already in memory.
-    pub fn from_vec(bytes: Vec<u8>) -> Self {
+    /// Bytes already in memory, called `name` in error messages.
+    pub fn from_vec(bytes: Vec<u8>, name: impl AsRef<Path>) -> Self {
         Self {
             bytes: Bytes::Owned(bytes),
-            path: None,
+            path: name.as_ref().to_owned(),
         }
     }
 
-    /// The path or name the bytes came from, if any.
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+    /// The path or name the bytes came from.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Whether the bytes are a memory map rather than a copy.
@@ -111,30 +419,48 @@ impl AsRef<[u8]> for ByteSource {
     }
 }
 
+impl Source for ByteSource {
+    fn len(&self) -> u64 {
+        self.as_bytes().len() as u64
+    }
+
+    fn in_memory(&self) -> Option<&[u8]> {
+        Some(self.as_bytes())
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.as_bytes().read_exact_at(offset, buf)
+    }
+
+    fn name(&self) -> &Path {
+        &self.path
+    }
+}
+
 #[allow(unsafe_code)]
-fn map_read_only(file: &File) -> std::io::Result<Mmap> {
+fn map_read_only(file: &File) -> io::Result<Mmap> {
     // SAFETY: the map is read-only and private to this process; it stays
     // valid for as long as `Mmap` lives. Another process truncating or
     // rewriting the file while it is mapped can change or remove bytes under
     // us (SIGBUS on access past a truncation), the standing caveat of every
-    // mmap-based reader; callers for whom that matters use `ByteSource::read`.
+    // mmap-based reader; callers for whom that matters use `FileSource`.
     unsafe { Mmap::map(file) }
 }
 
-/// A file read by offset, without a map and without a shared cursor.
+/// A regular file read by offset (`pread`), without a map and without a
+/// shared cursor: memory holds only what a reader asks for.
 #[derive(Debug)]
-pub struct PositionalFile {
+pub struct FileSource {
     file: File,
     path: PathBuf,
     len: u64,
 }
 
-impl PositionalFile {
-    /// Opens `path` for positional reads.
+impl FileSource {
+    /// Opens the regular file at `path`; anything else is refused.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let file = File::open(path).with_path(path)?;
-        let len = file.metadata().with_path(path)?.len();
+        let (file, len) = open_regular(path)?;
         Ok(Self {
             file,
             path: path.to_owned(),
@@ -142,35 +468,9 @@ impl PositionalFile {
         })
     }
 
-    /// The file's size when it was opened.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether the file was empty when it was opened.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The path the file was opened from.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Fills `buf` from `offset`; the range must lie inside the file.
-    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8], what: impl Into<What>) -> Result<()> {
-        check_range(offset, buf.len() as u64, self.len, what)?;
-        read_exact_at(&self.file, buf, offset).with_path(&self.path)
-    }
-
-    /// The `len` bytes at `offset`, checked against the file size before
-    /// anything is allocated.
-    pub fn read_vec_at(&self, offset: u64, len: u64, what: impl Into<What>) -> Result<Vec<u8>> {
-        let what = what.into();
-        check_range(offset, len, self.len, what.clone())?;
-        let mut buf = vec![0; to_usize(len, what.clone())?];
-        self.read_exact_at(offset, &mut buf, what)?;
-        Ok(buf)
     }
 
     /// The underlying file.
@@ -179,33 +479,109 @@ impl PositionalFile {
     }
 }
 
+impl Source for FileSource {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        read_exact_at(&self.file, buf, offset)
+    }
+
+    fn name(&self) -> &Path {
+        &self.path
+    }
+}
+
 #[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
 #[cfg(windows)]
-fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
     use std::os::windows::fs::FileExt;
     while !buf.is_empty() {
         match file.seek_read(buf, offset) {
-            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
             Ok(n) => {
                 buf = &mut buf[n..];
                 offset += n as u64;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
     Ok(())
 }
 
+/// Any `Read + Seek` as a source: each read seeks, then reads, under a lock.
+#[derive(Debug)]
+pub struct SeekSource<R> {
+    inner: Mutex<R>,
+    len: u64,
+    name: PathBuf,
+}
+
+impl<R: Read + Seek + Send + fmt::Debug> SeekSource<R> {
+    /// Wraps `inner`, whose size is found by seeking to its end; `name` is
+    /// used in error messages.
+    pub fn new(mut inner: R, name: impl AsRef<Path>) -> Result<Self> {
+        let name = name.as_ref().to_owned();
+        let len = inner.seek(SeekFrom::End(0)).with_path(&name)?;
+        Ok(Self {
+            inner: Mutex::new(inner),
+            len,
+            name,
+        })
+    }
+
+    /// The reader back.
+    pub fn into_inner(self) -> R {
+        self.inner
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<R: Read + Seek + Send + fmt::Debug> Source for SeekSource<R> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let mut inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.seek(SeekFrom::Start(offset))?;
+        inner.read_exact(buf)
+    }
+
+    fn name(&self) -> &Path {
+        &self.name
+    }
+}
+
+/// The `len` bytes at `offset` of `source` as an owned buffer, checked first
+/// (a convenience for sources that never borrow).
+pub fn read_vec_at<S: Source + ?Sized>(
+    source: &S,
+    offset: u64,
+    len: u64,
+    what: impl Into<What>,
+) -> Result<Vec<u8>> {
+    let what = what.into();
+    check_range(offset, len, source.len(), what.clone())?;
+    let mut buf = vec![0; to_usize(len, what.clone())?];
+    source.fill_at(offset, &mut buf, what)?;
+    Ok(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
-    use std::io::Write;
+    use std::io::{Cursor, Write};
 
     fn temp_file(contents: &[u8]) -> tempfile::NamedTempFile {
         let mut file = tempfile::NamedTempFile::new().unwrap();
@@ -220,7 +596,8 @@ mod tests {
         let source = ByteSource::open(file.path()).unwrap();
         assert!(source.is_mapped());
         assert_eq!(&*source, b"hello, map");
-        assert_eq!(source.path(), Some(file.path()));
+        assert_eq!(source.path(), file.path());
+        assert_eq!(source.in_memory(), Some(&b"hello, map"[..]));
     }
 
     #[test]
@@ -228,7 +605,7 @@ mod tests {
         let empty = temp_file(b"");
         let source = ByteSource::open(empty.path()).unwrap();
         assert!(!source.is_mapped());
-        assert!(source.is_empty());
+        assert!(Source::is_empty(&source));
 
         let file = temp_file(b"copied");
         let source = ByteSource::read(file.path()).unwrap();
@@ -241,8 +618,8 @@ mod tests {
         let mut stream: &[u8] = b"from a pipe";
         let source = ByteSource::read_from(&mut stream, "<stdin>").unwrap();
         assert_eq!(&*source, b"from a pipe");
-        assert_eq!(source.path(), Some(Path::new("<stdin>")));
-        assert_eq!(ByteSource::from_vec(vec![1, 2]).as_bytes(), &[1, 2]);
+        assert_eq!(source.path(), Path::new("<stdin>"));
+        assert_eq!(ByteSource::from_vec(vec![1, 2], "x").as_bytes(), &[1, 2]);
     }
 
     #[test]
@@ -251,27 +628,47 @@ mod tests {
         assert!(
             matches!(&error, Error::Io { path, .. } if path == Path::new("/nonexistent/binfmt/x.kas"))
         );
-        assert!(PositionalFile::open("/nonexistent/binfmt/x.kas").is_err());
+        assert!(FileSource::open("/nonexistent/binfmt/x.kas").is_err());
+    }
+
+    /// Every kind of source gives the same bytes, borrowed only from memory.
+    #[test]
+    fn every_source_reads_the_same_ranges() {
+        let content = b"0123456789".to_vec();
+        let file = temp_file(&content);
+        let sources: Vec<Box<dyn Source>> = vec![
+            Box::new(content.clone()),
+            Box::new(ByteSource::open(file.path()).unwrap()),
+            Box::new(FileSource::open(file.path()).unwrap()),
+            Box::new(SeekSource::new(Cursor::new(content.clone()), "cursor").unwrap()),
+        ];
+        for source in &sources {
+            assert_eq!(source.len(), 10);
+            let tail = source.bytes_at(7, 3, "tail").unwrap();
+            assert_eq!(&*tail, b"789");
+            assert_eq!(
+                matches!(tail, Cow::Borrowed(_)),
+                source.in_memory().is_some()
+            );
+            assert_eq!(source.array_at::<2>(0, "head").unwrap(), *b"01");
+            let mut all = Vec::new();
+            source
+                .reader(2, 6, "middle")
+                .unwrap()
+                .read_to_end(&mut all)
+                .unwrap();
+            assert_eq!(all, b"234567");
+            assert_eq!(read_vec_at(&**source, 0, 2, "head").unwrap(), b"01");
+        }
     }
 
     #[test]
-    fn positional_reads() {
+    fn ranges_outside_the_source_fail_before_allocating() {
         let file = temp_file(b"0123456789");
-        let positional = PositionalFile::open(file.path()).unwrap();
-        assert_eq!(positional.len(), 10);
-        let mut buf = [0; 3];
-        positional.read_exact_at(7, &mut buf, "tail").unwrap();
-        assert_eq!(&buf, b"789");
-        assert_eq!(positional.read_vec_at(0, 2, "head").unwrap(), b"01");
-    }
-
-    #[test]
-    fn positional_reads_outside_the_file_fail_before_allocating() {
-        let file = temp_file(b"0123456789");
-        let positional = PositionalFile::open(file.path()).unwrap();
+        let source = FileSource::open(file.path()).unwrap();
         let mut buf = [0; 4];
         assert!(matches!(
-            positional.read_exact_at(8, &mut buf, "footer"),
+            source.fill_at(8, &mut buf, "footer"),
             Err(Error::OutOfBounds {
                 offset: 8,
                 len: 4,
@@ -280,12 +677,79 @@ mod tests {
             })
         ));
         assert!(matches!(
-            positional.read_vec_at(0, 1 << 60, "manifest"),
+            source.bytes_at(0, 1 << 60, "manifest"),
             Err(Error::OutOfBounds { .. })
         ));
         assert!(matches!(
-            positional.read_vec_at(u64::MAX, 2, "manifest"),
+            source.bytes_at(u64::MAX, 2, "manifest"),
             Err(Error::Overflow { .. })
+        ));
+        assert!(source.reader(9, 2, "payload").is_err());
+    }
+
+    #[test]
+    fn records_are_read_at_their_offset() {
+        use crate::layout::U32;
+        #[derive(
+            Debug,
+            crate::layout::FromBytes,
+            crate::layout::IntoBytes,
+            crate::layout::KnownLayout,
+            crate::layout::Immutable,
+            crate::layout::Unaligned,
+        )]
+        #[repr(C)]
+        struct Pair {
+            a: U32,
+            b: U32,
+        }
+        crate::fixed_layout!(Pair, 8, "pair");
+        let mut bytes = vec![0xff; 3];
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        bytes.extend_from_slice(&2u32.to_le_bytes());
+        let source = SeekSource::new(Cursor::new(bytes), "pairs").unwrap();
+        let pair: Pair = source.record_at(3).unwrap();
+        assert_eq!((pair.a.get(), pair.b.get()), (1, 2));
+        assert!(matches!(
+            source.record_at::<Pair>(4),
+            Err(Error::OutOfBounds { offset: 4, .. })
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn non_regular_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        for error in [
+            FileSource::open(&fifo).unwrap_err(),
+            ByteSource::open(&fifo).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&error, Error::NotRegularFile { kind: "a FIFO", .. }),
+                "{error}"
+            );
+        }
+        let link = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(matches!(
+            FileSource::open(&link),
+            Err(Error::NotRegularFile {
+                kind: "a character device",
+                ..
+            })
+        ));
+        assert!(matches!(
+            ByteSource::open(dir.path()),
+            Err(Error::NotRegularFile {
+                kind: "a directory",
+                ..
+            })
         ));
     }
 }

@@ -26,20 +26,20 @@ use crate::sniff::Format;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConvertOptions {
     /// The ARCX dialect, for ARCX targets.
-    pub arcx_dialect: arcx::Dialect,
+    pub arcx_dialect: binfmt_arcx::Dialect,
     /// The largest tar shard, for TARIDX targets (a single larger member
     /// gets a shard of its own).
     pub shard_size: u64,
     /// Compression of PAR4 chunks.
-    pub par4_compression: parcode::Compression,
+    pub par4_compression: binfmt_parcode::Compression,
 }
 
 impl Default for ConvertOptions {
     fn default() -> Self {
         Self {
-            arcx_dialect: arcx::Dialect::Spec,
+            arcx_dialect: binfmt_arcx::Dialect::Spec,
             shard_size: 1 << 30,
-            par4_compression: parcode::Compression::None,
+            par4_compression: binfmt_parcode::Compression::None,
         }
     }
 }
@@ -127,13 +127,13 @@ fn to_arcx(
     source: &Input<'_>,
     names: &[&str],
     output: &Path,
-    dialect: arcx::Dialect,
+    dialect: binfmt_arcx::Dialect,
 ) -> Result<Vec<PathBuf>, String> {
-    let mut packer = arcx::Packer::create(
+    let mut packer = binfmt_arcx::Packer::create(
         output,
-        arcx::PackOptions {
+        binfmt_arcx::PackOptions {
             dialect,
-            ..arcx::PackOptions::default()
+            ..binfmt_arcx::PackOptions::default()
         },
     )
     .map_err(|e| about(output, e))?;
@@ -152,10 +152,10 @@ fn to_kast(source: &Input<'_>, names: &[&str], output: &Path) -> Result<Vec<Path
         .iter()
         .map(|name| Ok((*name, source.read(name)?)))
         .collect::<Result<_, String>>()?;
-    let mut writer = kastore::Writer::new();
+    let mut writer = binfmt_kastore::Writer::new();
     for (name, bytes) in &arrays {
         writer
-            .insert_raw(name, kastore::ItemType::Uint8, bytes.as_slice())
+            .insert_raw(name, binfmt_kastore::ItemType::Uint8, bytes.as_slice())
             .map_err(|e| about(output, format!("entry {name:?}: {e}")))?;
     }
     writer.write_file(output).map_err(|e| about(output, e))?;
@@ -166,15 +166,15 @@ fn to_par4(
     source: &Input<'_>,
     names: &[&str],
     output: &Path,
-    compression: parcode::Compression,
+    compression: binfmt_parcode::Compression,
 ) -> Result<Vec<PathBuf>, String> {
     let map: HashMap<String, Vec<u8>> = names
         .iter()
         .map(|name| Ok(((*name).to_owned(), source.read(name)?)))
         .collect::<Result<_, String>>()?;
-    let mut graph = parcode::ChunkGraph::new();
+    let mut graph = binfmt_parcode::ChunkGraph::new();
     let root = graph
-        .map(&map, parcode::MapLayout::Buckets)
+        .map(&map, binfmt_parcode::MapLayout::Buckets)
         .map_err(|e| about(output, e))?;
     graph
         .write_file(root, compression, output)
@@ -193,7 +193,7 @@ fn check_taridx_names(names: &[&str], output: &Path) -> Result<(), String> {
                 "an entry has an empty name, which a tar member cannot have",
             ));
         }
-        let split = taridx::build::split_name(name.as_bytes());
+        let split = binfmt_taridx::build::split_name(name.as_bytes());
         if !seen.insert((split.stem.clone(), split.extension.clone())) {
             return Err(about(
                 output,
@@ -223,7 +223,7 @@ fn to_taridx(
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     // Shards already there would join the fold when it is opened again.
-    if let Ok(existing) = taridx::fold_shards(&dir, fold) {
+    if let Ok(existing) = binfmt_taridx::fold_shards(&dir, fold) {
         let names: Vec<String> = existing
             .iter()
             .map(|path| path.display().to_string())
@@ -239,7 +239,7 @@ fn to_taridx(
     let mut shards: Vec<PathBuf> = Vec::new();
     let written = write_shards(source, names, &dir, fold, shard_size, output, &mut shards)
         .and_then(|()| {
-            taridx::index_shards(&shards, taridx::IndexOptions::default(), || {})
+            binfmt_taridx::index_shards(&shards, binfmt_taridx::IndexOptions::default(), || {})
                 .map_err(|e| e.to_string())?
                 .write_file(output)
                 .map_err(|e| about(output, e))
@@ -266,14 +266,14 @@ fn write_shards(
     output: &Path,
     shards: &mut Vec<PathBuf>,
 ) -> Result<(), String> {
-    let mut current: Option<taridx::TarWriter<AtomicFile>> = None;
-    let finish = |writer: taridx::TarWriter<AtomicFile>| -> Result<(), String> {
+    let mut current: Option<binfmt_taridx::TarWriter<AtomicFile>> = None;
+    let finish = |writer: binfmt_taridx::TarWriter<AtomicFile>| -> Result<(), String> {
         let file = writer.finish().map_err(|e| e.to_string())?;
         file.commit().map_err(|e| e.to_string())
     };
     for name in names {
         let bytes = source.read(name)?;
-        let needed = taridx::TarWriter::<AtomicFile>::member_len(name, bytes.len() as u64);
+        let needed = binfmt_taridx::TarWriter::<AtomicFile>::member_len(name, bytes.len() as u64);
         // Room for the two end blocks of an archive.
         if current.as_ref().is_some_and(|writer| {
             writer.written() > 0 && writer.written() + needed + 1024 > shard_size
@@ -286,7 +286,7 @@ fn write_shards(
             let path = dir.join(format!("{fold}_{:04}.tar", shards.len()));
             let file = AtomicFile::create(&path).map_err(|e| e.to_string())?;
             shards.push(path);
-            current = Some(taridx::TarWriter::new(file));
+            current = Some(binfmt_taridx::TarWriter::new(file));
         }
         if let Some(writer) = current.as_mut() {
             writer
@@ -301,7 +301,7 @@ fn write_shards(
     if shards.is_empty() {
         // An empty fold still needs a shard for the fold convention to find.
         let path = dir.join(format!("{fold}_0000.tar"));
-        finish(taridx::TarWriter::new(
+        finish(binfmt_taridx::TarWriter::new(
             AtomicFile::create(&path).map_err(|e| e.to_string())?,
         ))?;
         shards.push(path);

@@ -75,9 +75,11 @@ pub trait EntrySource {
 pub fn open(path: &Path) -> Result<Box<dyn EntrySource>, String> {
     let failed = |error: &dyn std::fmt::Display| crate::about(path, error);
     match sniff(path).map_err(|e| failed(&e))? {
-        Format::Arcx => Ok(Box::new(arcx::Archive::open(path).map_err(|e| failed(&e))?)),
+        Format::Arcx => Ok(Box::new(
+            binfmt_arcx::Archive::open(path).map_err(|e| failed(&e))?,
+        )),
         Format::Kast => Ok(Box::new(
-            kastore::Store::open(path).map_err(|e| failed(&e))?,
+            binfmt_kastore::Store::open(path).map_err(|e| failed(&e))?,
         )),
         Format::Par4 => Ok(Box::new(Par4Entries::open(path)?)),
         Format::Taridx => Ok(Box::new(FoldEntries::open(path)?)),
@@ -124,7 +126,7 @@ pub fn extract_with_progress(
     Ok(entries.len())
 }
 
-impl EntrySource for arcx::Archive {
+impl EntrySource for binfmt_arcx::Archive {
     fn format(&self) -> Format {
         Format::Arcx
     }
@@ -143,15 +145,15 @@ impl EntrySource for arcx::Archive {
     }
 
     fn read(&self, name: &str) -> Result<Vec<u8>, String> {
-        arcx::Archive::read(self, name).map_err(|e| e.to_string())
+        binfmt_arcx::Archive::read(self, name).map_err(|e| e.to_string())
     }
 
     fn verify(&self) -> Result<(), String> {
-        arcx::Archive::verify(self).map_err(|e| e.to_string())
+        binfmt_arcx::Archive::verify(self).map_err(|e| e.to_string())
     }
 }
 
-impl EntrySource for kastore::Store {
+impl EntrySource for binfmt_kastore::Store {
     fn format(&self) -> Format {
         Format::Kast
     }
@@ -186,7 +188,7 @@ impl EntrySource for kastore::Store {
 
 /// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`.
 struct Par4Entries {
-    file: parcode::ParFile,
+    file: binfmt_parcode::ParFile,
     path: PathBuf,
     /// The whole map, once a listing has decoded it (a value's size is
     /// only known decoded); reads are then lookups instead of decoding the
@@ -196,7 +198,7 @@ struct Par4Entries {
 
 impl Par4Entries {
     fn open(path: &Path) -> Result<Self, String> {
-        let file = parcode::ParFile::open(path).map_err(|e| crate::about(path, &e))?;
+        let file = binfmt_parcode::ParFile::open(path).map_err(|e| crate::about(path, &e))?;
         Ok(Self {
             file,
             path: path.to_owned(),
@@ -209,7 +211,7 @@ impl Par4Entries {
             return Ok(map);
         }
         let root = self.file.root().map_err(|e| e.to_string())?;
-        let map = parcode::LazyMap::<String, Vec<u8>>::new(root)
+        let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root)
             .and_then(|map| map.load())
             .map_err(|e| format!("{}: the root is not a HashMap<String, Vec<u8>>, so the file has no named entries ({e}); `binfmt par4 inspect` shows its chunk tree", self.path.display()))?;
         Ok(self.loaded.get_or_init(|| map))
@@ -242,7 +244,7 @@ impl EntrySource for Par4Entries {
             // One entry of a file not listed: decode just that entry.
             None => {
                 let root = self.file.root().map_err(|e| e.to_string())?;
-                parcode::LazyMap::<String, Vec<u8>>::new(root)
+                binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root)
                     .and_then(|map| map.get(name))
                     .map_err(|e| e.to_string())?
             }
@@ -258,7 +260,7 @@ impl EntrySource for Par4Entries {
 /// A TARIDX index with its fold's shards beside it, its rows named by the
 /// tar members' full names.
 struct FoldEntries {
-    dataset: taridx::Dataset,
+    dataset: binfmt_taridx::Dataset,
     /// (member name, row index, whether the stored name is not UTF-8), in
     /// row order.
     names: Vec<(String, usize, bool)>,
@@ -276,14 +278,14 @@ impl FoldEntries {
         let root = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let shards = taridx::fold_shards(&root, fold).map_err(|e| failed(&e))?;
-        let dataset = taridx::Dataset::open(path, &shards).map_err(|e| failed(&e))?;
+        let shards = binfmt_taridx::fold_shards(&root, fold).map_err(|e| failed(&e))?;
+        let dataset = binfmt_taridx::Dataset::open(path, &shards).map_err(|e| failed(&e))?;
         // Full member names (GNU long names and pax paths included) come
         // from the shards' headers, matched to rows by shard and offset.
         let mut by_position = HashMap::new();
         for (fid, shard) in shards.iter().enumerate() {
             let bytes = binfmt_core::ByteSource::open(shard).map_err(|e| failed(&e))?;
-            let members = taridx::tar::scan(&bytes).map_err(|(offset, problem)| {
+            let members = binfmt_taridx::tar::scan(&bytes).map_err(|(offset, problem)| {
                 failed(&format!(
                     "shard {}: {problem} at byte {offset}",
                     shard.display()

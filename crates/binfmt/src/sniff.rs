@@ -18,14 +18,14 @@
 use std::fmt;
 use std::path::Path;
 
-use binfmt_core::{PositionalFile, Result};
-use taridx::tar;
+use binfmt_core::{FileSource, Result, Source, SourceExt};
+use binfmt_taridx::tar;
 
 /// How many bytes from the start of a file sniffing looks at.
 pub const HEAD_LEN: usize = tar::BLOCK_SIZE;
 
 /// How many bytes from the end of a file sniffing looks at.
-pub const TAIL_LEN: usize = arcx::FOOTER_SIZE;
+pub const TAIL_LEN: usize = binfmt_arcx::FOOTER_SIZE;
 
 /// A file format `binfmt` recognises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -68,11 +68,16 @@ impl fmt::Display for Format {
 /// Detects the format of the file at `path`, reading at most its first
 /// [`HEAD_LEN`] and last [`TAIL_LEN`] bytes.
 pub fn sniff(path: impl AsRef<Path>) -> Result<Format> {
-    let file = PositionalFile::open(path)?;
-    let len = file.len();
-    let head = file.read_vec_at(0, len.min(HEAD_LEN as u64), "file head")?;
+    sniff_source(&FileSource::open(path)?)
+}
+
+/// Detects the format of any source, reading at most its first
+/// [`HEAD_LEN`] and last [`TAIL_LEN`] bytes.
+pub fn sniff_source(source: &(impl Source + ?Sized)) -> Result<Format> {
+    let len = source.len();
+    let head = source.bytes_at(0, len.min(HEAD_LEN as u64), "file head")?;
     let tail_len = len.min(TAIL_LEN as u64);
-    let tail = file.read_vec_at(len - tail_len, tail_len, "file tail")?;
+    let tail = source.bytes_at(len - tail_len, tail_len, "file tail")?;
     Ok(sniff_bytes(&head, &tail))
 }
 
@@ -83,11 +88,13 @@ pub fn sniff_bytes(head: &[u8], tail: &[u8]) -> Format {
     let tail = tail
         .get(tail.len().saturating_sub(TAIL_LEN)..)
         .unwrap_or(tail);
-    if head.starts_with(&kastore::SIGNATURE) {
+    if head.starts_with(&binfmt_kastore::SIGNATURE) {
         Format::Kast
-    } else if head.starts_with(&taridx::MAGIC) {
+    } else if head.starts_with(&binfmt_taridx::MAGIC) {
         Format::Taridx
-    } else if head.starts_with(&arcx::HEADER_MAGIC) && contains(tail, &arcx::FOOTER_MAGIC) {
+    } else if head.starts_with(&binfmt_arcx::HEADER_MAGIC)
+        && contains(tail, &binfmt_arcx::FOOTER_MAGIC)
+    {
         Format::Arcx
     } else if is_par4_tail(tail) {
         Format::Par4
@@ -99,10 +106,10 @@ pub fn sniff_bytes(head: &[u8], tail: &[u8]) -> Format {
 }
 
 fn is_par4_tail(tail: &[u8]) -> bool {
-    tail.len() >= parcode::GLOBAL_HEADER_SIZE
+    tail.len() >= binfmt_parcode::GLOBAL_HEADER_SIZE
         && tail
-            .get(tail.len() - parcode::GLOBAL_HEADER_SIZE..)
-            .is_some_and(|header| header.starts_with(&parcode::MAGIC))
+            .get(tail.len() - binfmt_parcode::GLOBAL_HEADER_SIZE..)
+            .is_some_and(|header| header.starts_with(&binfmt_parcode::MAGIC))
 }
 
 fn is_tar_head(head: &[u8]) -> bool {
@@ -133,10 +140,10 @@ mod tests {
     #[test]
     fn every_prefix_of_every_magic_is_unknown_without_panicking() {
         let samples: [&[u8]; 4] = [
-            &kastore::SIGNATURE,
-            &taridx::MAGIC,
-            &arcx::HEADER_MAGIC,
-            &parcode::MAGIC,
+            &binfmt_kastore::SIGNATURE,
+            &binfmt_taridx::MAGIC,
+            &binfmt_arcx::HEADER_MAGIC,
+            &binfmt_parcode::MAGIC,
         ];
         for sample in samples {
             for cut in 0..sample.len() {
@@ -152,10 +159,10 @@ mod tests {
 
     #[test]
     fn arcx_needs_both_ends() {
-        let mut bytes = arcx::HEADER_MAGIC.to_vec();
+        let mut bytes = binfmt_arcx::HEADER_MAGIC.to_vec();
         bytes.resize(200, 0);
         assert_eq!(sniff_whole(&bytes), Format::Unknown);
-        bytes.extend_from_slice(&arcx::FOOTER_MAGIC);
+        bytes.extend_from_slice(&binfmt_arcx::FOOTER_MAGIC);
         bytes.resize(bytes.len() + 32, 0);
         assert_eq!(sniff_whole(&bytes), Format::Arcx);
     }
@@ -163,8 +170,8 @@ mod tests {
     #[test]
     fn par4_magic_must_start_the_last_26_bytes() {
         let mut bytes = vec![0u8; 10];
-        bytes.extend_from_slice(&parcode::MAGIC);
-        bytes.resize(10 + parcode::GLOBAL_HEADER_SIZE, 0);
+        bytes.extend_from_slice(&binfmt_parcode::MAGIC);
+        bytes.resize(10 + binfmt_parcode::GLOBAL_HEADER_SIZE, 0);
         assert_eq!(sniff_whole(&bytes), Format::Par4);
         bytes.push(0);
         assert_eq!(sniff_whole(&bytes), Format::Unknown);

@@ -123,10 +123,10 @@ fn a_failed_or_killed_writer_leaves_the_old_file_or_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let tree = tree(dir.path());
     // The source of the conversions, written without a limit.
-    arcx::pack_dir(
+    binfmt_arcx::pack_dir(
         &tree,
         &dir.path().join("source.arcx"),
-        arcx::PackOptions::default(),
+        binfmt_arcx::PackOptions::default(),
         |_| {},
     )
     .unwrap();
@@ -192,7 +192,7 @@ fn a_failed_taridx_conversion_leaves_no_part_of_the_fold() {
         ],
     );
     let source = dir.path().join("source.arcx");
-    arcx::pack_dir(&tree, &source, arcx::PackOptions::default(), |_| {}).unwrap();
+    binfmt_arcx::pack_dir(&tree, &source, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
     let target = dir.path().join("fold");
     std::fs::create_dir(&target).unwrap();
     // One entry a shard: two shards are complete before the third fails.

@@ -289,9 +289,13 @@ fn extract_writes_every_entry_of_every_format() {
 fn extract_refuses_names_outside_the_directory() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("evil.kas");
-    let mut writer = kastore::Writer::new();
+    let mut writer = binfmt_kastore::Writer::new();
     writer
-        .insert_raw("../escaped", kastore::ItemType::Uint8, b"x".as_slice())
+        .insert_raw(
+            "../escaped",
+            binfmt_kastore::ItemType::Uint8,
+            b"x".as_slice(),
+        )
         .unwrap();
     writer.write_file(&store).unwrap();
     let target = dir.path().join("out");

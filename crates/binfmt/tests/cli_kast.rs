@@ -13,8 +13,8 @@ use binfmt_tests::cli::{self, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use binfmt_kastore::{ItemType, Store, Writer};
 use binfmt_tests::interop::python;
-use kastore::{ItemType, Store, Writer};
 
 fn binfmt(args: &[&str]) -> Output {
     cli::run(env!("CARGO_BIN_EXE_binfmt"), args)

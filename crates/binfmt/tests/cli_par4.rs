@@ -12,7 +12,7 @@ use binfmt_tests::cli::{self, text};
 use std::path::Path;
 use std::process::Output;
 
-use parcode::{ChunkGraph, Compression};
+use binfmt_parcode::{ChunkGraph, Compression};
 
 fn binfmt(args: &[&str]) -> Output {
     cli::run(env!("CARGO_BIN_EXE_binfmt"), args)

@@ -71,7 +71,7 @@ fn every_ordered_pair_round_trips_every_entry() {
     let expected = write_tree(&tree, files);
 
     let origin = dir.path().join("origin.arcx");
-    arcx::pack_dir(&tree, &origin, arcx::PackOptions::default(), |_| {}).unwrap();
+    binfmt_arcx::pack_dir(&tree, &origin, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
     assert_eq!(entries_of(&origin), expected);
 
     // One file of every format, made from the archive.
@@ -122,7 +122,7 @@ fn taridx_targets_split_shards_and_open_by_the_fold_convention() {
         (0..50).map(|i| (format!("s/{i:03}.bin"), pseudo_random_bytes(i, 100_000))),
     );
     let origin = dir.path().join("o.arcx");
-    arcx::pack_dir(&tree, &origin, arcx::PackOptions::default(), |_| {}).unwrap();
+    binfmt_arcx::pack_dir(&tree, &origin, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let index = out.join("train.taridx");
@@ -137,7 +137,7 @@ fn taridx_targets_split_shards_and_open_by_the_fold_convention() {
     )
     .unwrap();
     // 50 members of ~100 KB in 1 MiB shards: several shards, each within the limit.
-    let shards = taridx::fold_shards(&out, "train").unwrap();
+    let shards = binfmt_taridx::fold_shards(&out, "train").unwrap();
     assert!(shards.len() >= 5, "{} shards", shards.len());
     assert_eq!(summary.outputs.len(), shards.len() + 1);
     assert!(
@@ -164,7 +164,7 @@ fn names_a_target_cannot_hold_are_reported() {
         ],
     );
     let origin = dir.path().join("o.arcx");
-    arcx::pack_dir(&tree, &origin, arcx::PackOptions::default(), |_| {}).unwrap();
+    binfmt_arcx::pack_dir(&tree, &origin, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
     let error = convert(
         &origin,
         &dir.path().join("t.taridx"),
@@ -195,11 +195,11 @@ fn a_failed_taridx_conversion_leaves_no_shards() {
     // Three files in separate blocks; the last block is corrupt, so the
     // first shard is complete before the third entry fails its CRC.
     let archive = dir.path().join("two.arcx");
-    let mut packer = arcx::Packer::create(
+    let mut packer = binfmt_arcx::Packer::create(
         &archive,
-        arcx::PackOptions {
+        binfmt_arcx::PackOptions {
             block_size: 4096,
-            ..arcx::PackOptions::default()
+            ..binfmt_arcx::PackOptions::default()
         },
     )
     .unwrap();
@@ -209,7 +209,7 @@ fn a_failed_taridx_conversion_leaves_no_shards() {
             .unwrap();
     }
     packer.finish().unwrap();
-    let last_block = arcx::Archive::open(&archive)
+    let last_block = binfmt_arcx::Archive::open(&archive)
         .unwrap()
         .manifest()
         .blocks
@@ -246,12 +246,12 @@ fn a_failed_taridx_conversion_leaves_no_shards() {
 fn names_that_are_not_utf8_are_refused_not_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("latin1.kas");
-    let mut writer = kastore::Writer::new();
+    let mut writer = binfmt_kastore::Writer::new();
     writer
-        .insert_raw(b"caf\xe9", kastore::ItemType::Uint8, b"x".as_slice())
+        .insert_raw(b"caf\xe9", binfmt_kastore::ItemType::Uint8, b"x".as_slice())
         .unwrap();
     writer
-        .insert_raw("plain", kastore::ItemType::Uint8, b"y".as_slice())
+        .insert_raw("plain", binfmt_kastore::ItemType::Uint8, b"y".as_slice())
         .unwrap();
     writer.write_file(&store).unwrap();
 
@@ -279,12 +279,12 @@ fn names_that_are_not_utf8_are_refused_not_replaced() {
 fn repeated_names_are_refused_by_convert_and_extract() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("twice_0000.tar");
-    let mut tar = taridx::TarWriter::new(Vec::new());
+    let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
     tar.append("a.txt", b"first").unwrap();
     tar.append("a.txt", b"second").unwrap();
     std::fs::write(&shard, tar.finish().unwrap()).unwrap();
     let index = dir.path().join("twice.taridx");
-    taridx::index_shards(&[shard], taridx::IndexOptions::default(), || {})
+    binfmt_taridx::index_shards(&[shard], binfmt_taridx::IndexOptions::default(), || {})
         .unwrap()
         .write_file(&index)
         .unwrap();

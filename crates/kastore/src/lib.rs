@@ -14,7 +14,7 @@
 //! check the reader makes.
 //!
 //! ```
-//! use kastore::{Store, Writer};
+//! use binfmt_kastore::{Store, Writer};
 //!
 //! let mut writer = Writer::new();
 //! writer.insert("edges/left", &[0.0f64, 10.0][..])?;
@@ -26,7 +26,7 @@
 //! }
 //! assert_eq!(&*store.array::<i32>("edges/parent")?, &[4, 5]);
 //! assert!(store.array::<f32>("edges/left").is_err()); // it holds float64
-//! # Ok::<(), kastore::KastError>(())
+//! # Ok::<(), binfmt_kastore::KastError>(())
 //! ```
 
 mod element;

@@ -26,13 +26,13 @@ use crate::format::{
 /// Arrays passed by reference are borrowed, not copied, until written.
 ///
 /// ```
-/// let mut writer = kastore::Writer::new();
+/// let mut writer = binfmt_kastore::Writer::new();
 /// writer.insert("positions", &[0.5f64, 1.5][..])?;
 /// writer.insert("ids", vec![7u32, 8, 9])?;
 /// let bytes = writer.to_bytes()?;
-/// let store = kastore::Store::new(bytes)?;
+/// let store = binfmt_kastore::Store::new(bytes)?;
 /// assert_eq!(&*store.array::<u32>("ids")?, &[7, 8, 9]);
-/// # Ok::<(), kastore::KastError>(())
+/// # Ok::<(), binfmt_kastore::KastError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct Writer<'a> {

@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-use kastore::{ItemType, KastError, Store};
+use binfmt_kastore::{ItemType, KastError, Store};
 
 fn test_data(relative: &str) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 
-use kastore::{ItemType, KastError, Store, Writer};
+use binfmt_kastore::{ItemType, KastError, Store, Writer};
 use proptest::prelude::*;
 
 fn u64_at(bytes: &[u8], offset: usize) -> u64 {

@@ -20,7 +20,7 @@
 //!   `HashMap<K, V>`, [`StructFields`] / [`StructReader`] for structs.
 //!
 //! ```
-//! use parcode::{ChunkGraph, Compression, LazyVec, ParFile};
+//! use binfmt_parcode::{ChunkGraph, Compression, LazyVec, ParFile};
 //!
 //! let items: Vec<u64> = (0..100_000).collect();
 //! let mut graph = ChunkGraph::new();
@@ -32,7 +32,7 @@
 //! assert_eq!(lazy.len(), 100_000);                 // no shard touched
 //! assert_eq!(lazy.get(73_421)?, 73_421);           // one shard decoded
 //! assert_eq!(lazy.load()?, items);                 // all shards, in parallel
-//! # Ok::<(), parcode::ParError>(())
+//! # Ok::<(), binfmt_parcode::ParError>(())
 //! ```
 
 mod codec;

@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use std::collections::HashMap;
-//! use parcode::{ChunkGraph, Compression, LazyMap, LazyVec, MapLayout, ParFile, StructFields, StructReader};
+//! use binfmt_parcode::{ChunkGraph, Compression, LazyMap, LazyVec, MapLayout, ParFile, StructFields, StructReader};
 //!
 //! // What the reference would derive for:
 //! //   struct Catalog { name: String, #[parcode(chunkable)] ids: Vec<u64>,
@@ -18,7 +18,7 @@
 //! }
 //!
 //! impl<'a> CatalogView<'a> {
-//!     fn read(fields: &mut StructReader<'a>) -> parcode::Result<Self> {
+//!     fn read(fields: &mut StructReader<'a>) -> binfmt_parcode::Result<Self> {
 //!         Ok(Self { name: fields.field()?, ids: fields.vec()?, index: fields.map()? })
 //!     }
 //! }
@@ -35,7 +35,7 @@
 //! assert_eq!(view.name, "shelf");
 //! assert_eq!(view.ids.get(2)?, 30);          // loads one shard
 //! assert_eq!(view.index.get("b")?, Some(2)); // loads one bucket
-//! # Ok::<(), parcode::ParError>(())
+//! # Ok::<(), binfmt_parcode::ParError>(())
 //! ```
 
 use std::borrow::Cow;

@@ -9,7 +9,7 @@
     clippy::indexing_slicing
 )]
 
-use parcode::{ChunkGraph, Compression, LazyVec, Limits, ParError, ParFile};
+use binfmt_parcode::{ChunkGraph, Compression, LazyVec, Limits, ParError, ParFile};
 
 /// A two-level file: a Vec container with 3 shards of 10 items.
 fn sample(compression: Compression) -> Vec<u8> {
@@ -162,7 +162,7 @@ fn truncated_and_corrupt_lz4_payloads() {
     ));
     // A block cut short: the chunk's stored payload without its last bytes.
     let mut graph = ChunkGraph::new();
-    let payload = parcode::Compression::Lz4
+    let payload = binfmt_parcode::Compression::Lz4
         .decompress(first.stored_payload(), 0)
         .unwrap()
         .to_vec();

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use binfmt_core::{ByteSource, PositionalFile};
+use binfmt_core::{ByteSource, FileSource, SourceExt};
 
 use crate::build::{fold_index_path, fold_shards, keyhash, split_name};
 use crate::error::{Result, TaridxError};
@@ -17,7 +17,7 @@ use crate::tar::{BLOCK_SIZE, HeaderBlock};
 #[derive(Debug)]
 struct Shard {
     map: ByteSource,
-    file: PositionalFile,
+    file: FileSource,
 }
 
 /// An index with its shards: the rows of a fold as samples.
@@ -51,7 +51,7 @@ impl Dataset {
             .map(|path| {
                 Ok(Shard {
                     map: ByteSource::open(path)?,
-                    file: PositionalFile::open(path)?,
+                    file: FileSource::open(path)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -79,7 +79,11 @@ impl Dataset {
     /// Checks every row against the shards: ids in range, payloads inside
     /// their shards, and the header's counts and flag.
     pub fn verify(&self) -> Result<()> {
-        let lens: Vec<u64> = self.shards.iter().map(|shard| shard.file.len()).collect();
+        let lens: Vec<u64> = self
+            .shards
+            .iter()
+            .map(|shard| binfmt_core::Source::len(&shard.file))
+            .collect();
         self.index.verify(Some(&lens))
     }
 
@@ -256,7 +260,8 @@ impl Dataset {
         Ok(self
             .shard(row)?
             .file
-            .read_vec_at(row.payload_offset(), row.size.get(), "payload")?)
+            .bytes_at(row.payload_offset(), row.size.get(), "payload")?
+            .into_owned())
     }
 
     /// The member name in a row's tar header (the ustar prefix and name;
@@ -267,7 +272,7 @@ impl Dataset {
         let mut block = [0u8; BLOCK_SIZE];
         shard
             .file
-            .read_exact_at(row.offset.get(), &mut block, "tar header")?;
+            .fill_at(row.offset.get(), &mut block, "tar header")?;
         Ok(HeaderBlock::new(&block).path())
     }
 }

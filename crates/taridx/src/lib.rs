@@ -18,7 +18,7 @@
 //! - [`Dataset`]: samples, lookups, filters and payloads over index + shards.
 //!
 //! ```no_run
-//! use taridx::{Dataset, IndexOptions, index_fold};
+//! use binfmt_taridx::{Dataset, IndexOptions, index_fold};
 //!
 //! index_fold("shards".as_ref(), "train", IndexOptions::default(), || {})?;
 //! let mut dataset = Dataset::open_fold("shards", "train")?;
@@ -28,7 +28,7 @@
 //!     let bytes: &[u8] = dataset.payload(row)?;
 //!     println!("{:?}: {} bytes", dataset.extension(row), bytes.len());
 //! }
-//! # Ok::<(), taridx::TaridxError>(())
+//! # Ok::<(), binfmt_taridx::TaridxError>(())
 //! ```
 
 pub mod build;

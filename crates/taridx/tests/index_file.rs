@@ -9,8 +9,8 @@
     clippy::indexing_slicing
 )]
 
+use binfmt_taridx::{Dataset, Index, TaridxError, fold_shards};
 use binfmt_tests::fixture;
-use taridx::{Dataset, Index, TaridxError, fold_shards};
 
 fn golden() -> Vec<u8> {
     std::fs::read(fixture("reference/taridx/golden.taridx")).unwrap()

@@ -13,10 +13,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use binfmt_taridx::build::{keyhash, split_name};
+use binfmt_taridx::tar::TarProblem;
+use binfmt_taridx::{
+    Dataset, Index, IndexOptions, TaridxError, fold_shards, index_fold, index_shards,
+};
 use binfmt_tests::{fixture, interop::python, interop::python_script};
-use taridx::build::{keyhash, split_name};
-use taridx::tar::TarProblem;
-use taridx::{Dataset, Index, IndexOptions, TaridxError, fold_shards, index_fold, index_shards};
 
 fn copy_fold(fold: &str, to: &Path) {
     for entry in std::fs::read_dir(fixture("reference/taridx")).unwrap() {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use arcx::{Archive, Dialect, PackOptions};
+use binfmt_arcx::{Archive, Dialect, PackOptions};
 
 use crate::output::{self, CommandResult, Status};
 
@@ -141,11 +141,11 @@ fn pack(args: &PackArgs) -> CommandResult {
         chunk_size: usize::try_from(args.chunk_size).unwrap_or(1 << 20),
         jobs: args.jobs,
     };
-    let total = arcx::walk(&args.dir)
-        .map(|walk| arcx::walked_size(&walk))
+    let total = binfmt_arcx::walk(&args.dir)
+        .map(|walk| binfmt_arcx::walked_size(&walk))
         .map_err(|error| output::about(&args.dir, error))?;
     let bar = output::progress(total, "packing");
-    let summary = arcx::pack_dir(&args.dir, &args.out, options, |bytes| bar.inc(bytes))
+    let summary = binfmt_arcx::pack_dir(&args.dir, &args.out, options, |bytes| bar.inc(bytes))
         .map_err(|error| error.to_string())?;
     bar.finish_and_clear();
     for skipped in &summary.skipped {

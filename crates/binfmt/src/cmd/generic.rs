@@ -203,9 +203,9 @@ pub fn convert(args: &ConvertArgs) -> CommandResult {
         arcx_dialect: args.dialect.into(),
         shard_size: args.shard_size,
         par4_compression: if args.lz4 {
-            parcode::Compression::Lz4
+            binfmt_parcode::Compression::Lz4
         } else {
-            parcode::Compression::None
+            binfmt_parcode::Compression::None
         },
     };
     let bar = output::progress(0, "converting");

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use binfmt_core::ByteSource;
-use kastore::{Item, ItemType, Store, Writer};
+use binfmt_kastore::{Item, ItemType, Store, Writer};
 
 use crate::output::{self, CommandResult, Status};
 

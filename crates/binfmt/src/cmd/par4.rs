@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use parcode::{Chunk, Compression, ParFile};
+use binfmt_parcode::{Chunk, Compression, ParFile};
 
 use crate::output::{self, CommandResult, Status};
 
@@ -67,7 +67,7 @@ fn compression_name(compression: Compression) -> &'static str {
 }
 
 /// The tree under `chunk`; a chunk already in `seen` is listed without its children.
-fn tree(chunk: Chunk<'_>, seen: &mut HashSet<(u64, u64)>) -> parcode::Result<Node> {
+fn tree(chunk: Chunk<'_>, seen: &mut HashSet<(u64, u64)>) -> binfmt_parcode::Result<Node> {
     let shared = !seen.insert((chunk.offset(), chunk.length()));
     let mut children = Vec::new();
     if !shared {
@@ -109,7 +109,7 @@ fn render(node: &Node, depth: usize, text: &mut String) {
 }
 
 fn inspect(args: &InspectArgs) -> CommandResult {
-    let failed = |error: parcode::ParError| output::about(&args.file, error);
+    let failed = |error: binfmt_parcode::ParError| output::about(&args.file, error);
     let file = ParFile::open(&args.file).map_err(failed)?;
     let root = tree(file.root().map_err(failed)?, &mut HashSet::new()).map_err(failed)?;
     if args.json {
@@ -127,7 +127,7 @@ fn inspect(args: &InspectArgs) -> CommandResult {
 }
 
 fn verify(args: &VerifyArgs) -> CommandResult {
-    let failed = |error: parcode::ParError| output::about(&args.file, error);
+    let failed = |error: binfmt_parcode::ParError| output::about(&args.file, error);
     let summary = ParFile::open(&args.file)
         .and_then(|file| file.verify())
         .map_err(failed)?;

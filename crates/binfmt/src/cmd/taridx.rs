@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use taridx::{Dataset, Index, IndexOptions, fold_shards, index_fold, index_shards};
+use binfmt_taridx::{Dataset, Index, IndexOptions, fold_shards, index_fold, index_shards};
 
 use crate::output::{self, CommandResult, Status};
 

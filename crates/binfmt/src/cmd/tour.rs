@@ -69,7 +69,7 @@ pub fn run(args: &Args) -> CommandResult {
         else {
             continue;
         };
-        if let Ok(shards) = taridx::fold_shards(dir, fold) {
+        if let Ok(shards) = binfmt_taridx::fold_shards(dir, fold) {
             shards_of.insert(path.clone(), shards);
         }
     }
