@@ -67,10 +67,7 @@ fn the_tool_reads_our_arcx_cli_archives() {
     pack_dir(
         &tree,
         &archive,
-        PackOptions {
-            dialect: Dialect::ArcxCli,
-            ..PackOptions::default()
-        },
+        PackOptions::default().dialect(Dialect::ArcxCli),
         |_| {},
     )
     .unwrap();
@@ -139,7 +136,9 @@ fn we_read_the_tools_archives() {
     opened.verify().unwrap();
     let extracted = dir.path().join("extracted");
     fs::create_dir(&extracted).unwrap();
-    opened.extract(&extracted).unwrap();
+    opened
+        .extract(&extracted, binfmt_arcx::ExtractOptions::default())
+        .unwrap();
     for (path, bytes) in &files {
         assert_eq!(&fs::read(extracted.join(path)).unwrap(), bytes);
     }
@@ -151,13 +150,13 @@ fn the_committed_tool_fixture_reads() {
     assert_eq!(archive.dialect(), Dialect::ArcxCli);
     let tar = fs::read(binfmt_tests::fixture("reference/sample.tar")).unwrap();
     for file in archive.files() {
-        let bytes = archive.read(&file.path).unwrap();
+        let path = file.path().to_string();
+        let bytes = archive.read(&path).unwrap();
         // Each file is also a member of sample.tar, whose payloads start on
         // 512-byte boundaries.
         assert!(
             tar.windows(bytes.len()).any(|w| w == bytes.as_slice()),
-            "{}",
-            file.path
+            "{path}"
         );
     }
 }

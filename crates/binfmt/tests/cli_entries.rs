@@ -155,6 +155,7 @@ fn convert_through_the_command_line() {
         let converted = binfmt(&[
             "convert",
             arg(&input),
+            "-o",
             arg(output),
             "--to",
             to,
@@ -186,13 +187,13 @@ fn convert_through_the_command_line() {
     assert_eq!(info["dialect"], "arcx-cli");
 
     assert_eq!(
-        binfmt(&["convert", arg(&source), "x.tar", "--to", "taridx"])
+        binfmt(&["convert", arg(&source), "-o", "x.tar", "--to", "taridx"])
             .status
             .code(),
         Some(1)
     );
     assert_eq!(
-        binfmt(&["convert", arg(&source), "x", "--to", "zip"])
+        binfmt(&["convert", arg(&source), "-o", "x", "--to", "zip"])
             .status
             .code(),
         Some(2)
@@ -263,7 +264,7 @@ fn extract_writes_every_entry_of_every_format() {
         let file = fixture(file);
         let out = tempfile::tempdir().unwrap();
         let dir = out.path().join("new/dir");
-        let extracted = binfmt(&["extract", arg(&file), arg(&dir)]);
+        let extracted = binfmt(&["extract", arg(&file), "-o", arg(&dir)]);
         assert!(
             extracted.status.success(),
             "{}: {}",
@@ -299,7 +300,7 @@ fn extract_refuses_names_outside_the_directory() {
         .unwrap();
     writer.write_file(&store).unwrap();
     let target = dir.path().join("out");
-    let refused = binfmt(&["extract", arg(&store), arg(&target)]);
+    let refused = binfmt(&["extract", arg(&store), "-o", arg(&target)]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(
         text(&refused.stderr).contains("evil.kas") && text(&refused.stderr).contains("'..'"),
@@ -311,6 +312,7 @@ fn extract_refuses_names_outside_the_directory() {
         binfmt(&[
             "extract",
             arg(&fixture("reference/sample.tar")),
+            "-o",
             arg(&target)
         ])
         .status

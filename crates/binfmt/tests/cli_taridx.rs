@@ -60,7 +60,7 @@ fn index_explicit_shards_in_the_given_order() {
     let output = binfmt(&[
         "taridx",
         "index",
-        "--out",
+        "-o",
         arg(&out),
         arg(&second),
         arg(&first),

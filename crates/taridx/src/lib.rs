@@ -10,7 +10,7 @@
 //! └─────────────────┴─────────────────┴───────────────────┴─────────────────┘
 //! ```
 //!
-//! - [`format`]: the header and row layouts;
+//! - [`format`](mod@format): the header and row layouts;
 //! - [`tar`]: header blocks and the header-only shard scan; [`TarWriter`]
 //!   writes deterministic ustar/pax shards;
 //! - [`build`]: indexing shards ([`index_shards`], [`index_fold`]);

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use binfmt_taridx::{Dataset, Index, IndexOptions, fold_shards, index_fold, index_shards};
 
+use crate::cmd::generic;
 use crate::output::{self, CommandResult, Status};
 
 /// Index WebDataset-style tar shards and read samples at random.
@@ -12,7 +13,10 @@ use crate::output::{self, CommandResult, Status};
 pub enum Command {
     Index(IndexArgs),
     Info(InfoArgs),
+    List(generic::ListArgs),
     Get(GetArgs),
+    Extract(generic::ExtractArgs),
+    Verify(generic::VerifyArgs),
 }
 
 /// Write a .taridx index of tar shards.
@@ -24,8 +28,8 @@ pub enum Command {
 /// fails with its name and byte offset and leaves no index behind.
 #[derive(Debug, clap::Args)]
 #[command(
-    group(clap::ArgGroup::new("target").required(true).args(["fold", "out"])),
-    after_help = "Examples:\n  binfmt taridx index data/ --fold train\n  binfmt taridx index --out val.taridx val_0000.tar val_0001.tar --jobs 4"
+    group(clap::ArgGroup::new("target").required(true).args(["fold", "output"])),
+    after_help = "Examples:\n  binfmt taridx index data/ --fold train\n  binfmt taridx index -o val.taridx val_0000.tar val_0001.tar --jobs 4"
 )]
 pub struct IndexArgs {
     /// ROOT with --fold; the shards, in fid order, with --out.
@@ -34,9 +38,10 @@ pub struct IndexArgs {
     /// The fold to index: shards ROOT/FOLD_*.tar, index ROOT/FOLD.taridx.
     #[arg(long)]
     fold: Option<String>,
-    /// Where to write the index of explicitly listed shards.
-    #[arg(long, value_name = "OUT.taridx")]
-    out: Option<PathBuf>,
+    /// Where to write the index of explicitly listed shards (with --fold:
+    /// instead of ROOT/FOLD.taridx).
+    #[arg(short, long, value_name = "OUT.taridx")]
+    output: Option<PathBuf>,
     /// Shards scanned at once (default: one per core).
     #[arg(long, short)]
     jobs: Option<usize>,
@@ -86,12 +91,20 @@ pub fn run(command: &Command) -> CommandResult {
         Command::Index(args) => index(args),
         Command::Info(args) => info(args),
         Command::Get(args) => get(args),
+        Command::List(args) => generic::list(args, Some(binfmt::Format::Taridx)),
+        Command::Extract(args) => generic::extract(args, Some(binfmt::Format::Taridx)),
+        Command::Verify(args) => generic::verify(args, Some(binfmt::Format::Taridx)),
     }
 }
 
 fn index(args: &IndexArgs) -> CommandResult {
     let options = IndexOptions { jobs: args.jobs };
-    match (&args.fold, &args.out) {
+    for (input, output) in args.inputs.iter().zip(std::iter::repeat(&args.output)) {
+        if let Some(output) = output {
+            generic::refuse_overwriting_input(input, output)?;
+        }
+    }
+    match (&args.fold, &args.output) {
         (Some(fold), None) => {
             let [root] = args.inputs.as_slice() else {
                 output::usage_error("--fold takes exactly one ROOT directory")
@@ -113,7 +126,7 @@ fn index(args: &IndexArgs) -> CommandResult {
                 .map_err(|error| output::about(out, error))?;
             eprintln!("wrote {}", out.display());
         }
-        _ => output::usage_error("give either --fold FOLD or --out OUT.taridx"),
+        _ => output::usage_error("give either --fold FOLD or -o OUT.taridx"),
     }
     Ok(Status::Success)
 }
