@@ -191,6 +191,13 @@ impl<S: Source> Archive<S> {
             }
             FileKind::File => {
                 let target = safe_target(dir, &path)?;
+                if binfmt_core::atomic::same_file(&target, self.source().name()) {
+                    return Err(binfmt_core::Error::UnsafePath {
+                        name: path,
+                        why: "it would be written over the archive being read",
+                    }
+                    .into());
+                }
                 let mut out = AtomicFile::create(&target)?;
                 if options.metadata {
                     out = out

@@ -65,12 +65,20 @@ fn is_false(value: &bool) -> bool {
 }
 
 /// Refuses entries whose names cannot be carried to another file or a
-/// directory unchanged: a stored name that is not UTF-8, or a name that
+/// directory unchanged: a stored name that is not UTF-8, a name that
 /// appears twice (only one of the two could be kept, and reading by name
-/// gives the first).
+/// gives the first), or a name no extractor would write (absolute, `..`,
+/// `.` or empty components, a trailing `/`, NUL, backslash).
 pub(crate) fn check_names_carry(file: &str, entries: &[Entry]) -> Result<()> {
     let mut seen = std::collections::HashSet::with_capacity(entries.len());
     for entry in entries {
+        if let Err(why) = binfmt_core::extract::check_relative_name(&entry.name) {
+            return Err(Error::CannotHold {
+                file: file.to_owned(),
+                name: entry.name.clone(),
+                why: format!("{why}: no extractor would write it, so no target takes it"),
+            });
+        }
         if entry.name_not_utf8 {
             return Err(Error::CannotHold {
                 file: file.to_owned(),
@@ -229,6 +237,13 @@ fn extract_entries<S: EntrySource + ?Sized>(
     check_names_carry(file, &entries)?;
     for (written, entry) in (1..).zip(&entries) {
         let target = binfmt_core::extract::safe_target(dir, &entry.name).in_file(file)?;
+        if binfmt_core::atomic::same_file(&target, Path::new(file)) {
+            return Err(Error::CannotHold {
+                file: file.to_owned(),
+                name: entry.name.clone(),
+                why: "would be written over the file being read".into(),
+            });
+        }
         let mut out = binfmt_core::AtomicFile::create(&target).in_file(file)?;
         std::io::copy(&mut source.open(&entry.name)?, &mut out)
             .in_file(file)

@@ -423,6 +423,11 @@ fn pack(args: &PackArgs) -> CommandResult {
                 .map(|(key, item_type, bytes)| (*key, *item_type, bytes.as_slice())),
         );
     for (key, item_type, bytes) in arrays {
+        if let Err(why) = binfmt_core::extract::check_relative_name(key) {
+            return Err(format!(
+                "--{item_type} {key}: {why}: keys are named like relative paths, as every extractor writes them"
+            ));
+        }
         if args.replace {
             writer.remove(key);
         }
