@@ -7,12 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
-const TARGETS: [(&str, &[&str]); 6] = [
+/// Structure-aware targets (`arcx_manifest`, `kast_items`) take no file
+/// seeds: their input is the structure's `arbitrary` encoding.
+const TARGETS: [(&str, &[&str]); 8] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
     ("arcx", &["arcx"]),
+    ("arcx_manifest", &[]),
     ("par4", &["par4"]),
     ("kast", &["kas", "trees"]),
+    ("kast_items", &[]),
     ("open_any", &["taridx", "tar", "arcx", "par4", "kas"]),
 ];
 
@@ -48,6 +52,8 @@ pub fn run(root: &Path, seconds: u64, only: &[String]) -> Result<(), String> {
         std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
         let mut seed_files = Vec::new();
         seeds(&root.join("fixtures"), extensions, &mut seed_files);
+        // Hostile inputs built by hand are seeds too.
+        seeds(&root.join("tests/regressions"), extensions, &mut seed_files);
         if extensions.contains(&"kas") {
             // The kastore project's own conformance files, valid and malformed.
             seeds(
@@ -73,7 +79,9 @@ pub fn run(root: &Path, seconds: u64, only: &[String]) -> Result<(), String> {
             .arg(&seed_dir)
             .arg("--")
             .arg(format!("-max_total_time={seconds}"))
+            // An allocation or a resident set beyond these is a finding.
             .arg("-rss_limit_mb=2048")
+            .arg("-malloc_limit_mb=512")
             .arg("-print_final_stats=1")
             .output()
             .map_err(|e| format!("cargo fuzz: {e}"))?;
