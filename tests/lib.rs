@@ -38,12 +38,21 @@ pub mod interop {
         None
     }
 
-    /// The Python interpreter with the `kastore` package:
+    /// Where `.ci/setup-interop` installs: under the build directory.
+    fn installed(relative: &str) -> PathBuf {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| super::workspace_root().join("target"))
+            .join("interop")
+            .join(relative)
+    }
+
+    /// The Python interpreter with the reference packages:
     /// `$BINFMT_PYTHON`, or the venv `.ci/setup-interop` makes.
     pub fn python() -> Option<PathBuf> {
         let path = std::env::var_os("BINFMT_PYTHON")
             .map(PathBuf::from)
-            .unwrap_or_else(|| super::workspace_root().join("target/interop/venv/bin/python"));
+            .unwrap_or_else(|| installed("venv/bin/python"));
         if path.exists() {
             Some(path)
         } else {
@@ -56,7 +65,7 @@ pub mod interop {
     pub fn arcx() -> Option<PathBuf> {
         let path = std::env::var_os("BINFMT_ARCX")
             .map(PathBuf::from)
-            .unwrap_or_else(|| super::workspace_root().join("target/interop/cargo/bin/arcx"));
+            .unwrap_or_else(|| installed("cargo/bin/arcx"));
         if path.exists() {
             Some(path)
         } else {
