@@ -1,6 +1,7 @@
 //! Cross-crate and interop tests of the binfmt workspace; the tests live in
 //! `tests/tests/`, this library holds what they share.
 
+#![deny(missing_docs)]
 // Test support: a panic here is a failed test, not a crash on user input.
 #![allow(clippy::panic)]
 

@@ -182,7 +182,8 @@ fn unix_permissions_for(destination: &Path) -> fs::Permissions {
 
 /// Whether `a` and `b` name the same existing file (device and inode), so
 /// a command can refuse to write its output over one of its inputs.
-pub fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: impl AsRef<Path>, b: impl AsRef<Path>) -> bool {
+    let (a, b) = (a.as_ref(), b.as_ref());
     match (fs::metadata(a), fs::metadata(b)) {
         #[cfg(unix)]
         (Ok(a), Ok(b)) => {

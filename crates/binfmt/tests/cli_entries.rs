@@ -321,3 +321,36 @@ fn extract_refuses_names_outside_the_directory() {
     );
     assert_eq!(binfmt(&["extract", arg(&store)]).status.code(), Some(2));
 }
+
+/// Every verb of every format answers `--help` with its own description
+/// and examples (once, `arcx info --help` described `list`).
+#[test]
+fn every_verb_of_every_format_describes_itself() {
+    let verbs = [
+        ("info", "Show "),
+        ("list", "List "),
+        ("get", "Write one entry"),
+        ("extract", "Write every entry"),
+        ("verify", "Check everything"),
+    ];
+    for format in ["", "arcx", "kast", "taridx", "par4"] {
+        for (verb, description) in verbs {
+            let mut args: Vec<&str> = format.split_whitespace().collect();
+            args.extend([verb, "--help"]);
+            let help = text(&binfmt(&args).stdout);
+            let first = help.lines().next().unwrap_or_default();
+            let own = match (format, verb) {
+                ("par4", "info") => first.starts_with("Print the chunk tree"),
+                ("kast", "list") => first.starts_with("List the keys"),
+                ("kast", "info") | ("taridx", "info") => first.starts_with("Show"),
+                ("taridx", "get") => first.starts_with("Write the payload"),
+                ("arcx" | "taridx" | "par4", "verify") => {
+                    first.starts_with("Check") || first.starts_with("Walk")
+                }
+                _ => first.starts_with(description),
+            };
+            assert!(own, "binfmt {format} {verb} --help: {first:?}");
+            assert!(help.contains("Examples:"), "binfmt {format} {verb} --help");
+        }
+    }
+}
