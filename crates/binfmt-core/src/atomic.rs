@@ -380,7 +380,7 @@ mod tests {
         let b = dir.path().join("b");
         fs::write(&b, b"1").unwrap();
         assert!(!same_file(&a, &b));
-        assert!(!same_file(&a, &dir.path().join("missing")));
+        assert!(!same_file(&a, dir.path().join("missing")));
     }
 
     #[test]
