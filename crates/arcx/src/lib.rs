@@ -43,6 +43,6 @@ pub use error::{ArcxError, Result};
 pub use extract::{ExtractOptions, ExtractSummary};
 pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER_SIZE};
 pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
-pub use reader::{Archive, FileReader, Limits, VerifySummary};
+pub use reader::{Archive, FileReader, Limits, OpenOptions, VerifySummary};
 pub use walk::{PackProgress, Skipped, pack_dir};
 pub use writer::{PackOptions, PackSummary, Packer};

@@ -1,8 +1,10 @@
 //! Reading an archive of either dialect through one API.
 //!
-//! Opening reads the header, the footer and the manifest through the
-//! [`Source`] (three reads; no block is touched) and checks every reference
-//! and what it means (`check.rs`). Reading a file is a [`FileReader`]: it
+//! Opening reads the footer and the manifest region before it through the
+//! [`Source`] (two reads; no block is touched), checks every reference and
+//! what it means (`check.rs`), then the header (a third read, which
+//! [`OpenOptions::check_header`] can leave to [`Archive::verify`]: reading
+//! needs only the footer and the manifest). Reading a file is a [`FileReader`]: it
 //! decompresses only that file's blocks, checks each block's CRC32 and size,
 //! and the file's SHA-256 when its last byte has been read.
 
@@ -49,6 +51,40 @@ impl Default for Limits {
     }
 }
 
+/// How to open an archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// Bounds against hostile archives.
+    pub limits: Limits,
+    /// Check the header when opening (default true); `false` leaves it to
+    /// [`Archive::verify`], saving a read where reads cost a request.
+    pub check_header: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            check_header: true,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// These options with `limits`.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// These options checking the header on open or not.
+    pub fn check_header(mut self, check: bool) -> Self {
+        self.check_header = check;
+        self
+    }
+}
+
 impl Limits {
     /// These limits with `max_manifest_size` set.
     pub fn with_max_manifest_size(mut self, bytes: u64) -> Self {
@@ -92,6 +128,9 @@ pub struct Archive<S = FileSource> {
     limits: Limits,
     manifest_offset: u64,
     manifest_stored: u64,
+    /// The footer's field after the manifest offset: the manifest's size
+    /// (spec) or its copy's offset (arcx-cli).
+    index_offset: u64,
     cache: BlockCache,
 }
 
@@ -140,12 +179,21 @@ fn too_large(what: &'static str, value: u64, limit: u64) -> ArcxError {
 impl<S: Source> Archive<S> {
     /// Checks the archive held in `source` with the default [`Limits`].
     pub fn new(source: S) -> Result<Self> {
-        Self::with_limits(source, Limits::default())
+        Self::with_options(source, OpenOptions::default())
     }
 
-    /// Checks the archive held in `source`.
+    /// Checks the archive held in `source` with `limits`.
     pub fn with_limits(source: S, limits: Limits) -> Result<Self> {
-        let limits = limits.with_max_block_size(limits.max_block_size);
+        Self::with_options(source, OpenOptions::default().limits(limits))
+    }
+
+    /// Checks the archive held in `source`: the footer, then the manifest
+    /// region before it (one read each), then, unless `options` defers it
+    /// to [`Archive::verify`], the header.
+    pub fn with_options(source: S, options: OpenOptions) -> Result<Self> {
+        let limits = options
+            .limits
+            .with_max_block_size(options.limits.max_block_size);
         let len = source.len();
         if len < (HEADER_SIZE + FOOTER_SIZE) as u64 {
             return Err(binfmt_core::Error::Truncated {
@@ -157,26 +205,6 @@ impl<S: Source> Archive<S> {
             .into());
         }
         let footer_at = len - FOOTER_SIZE as u64;
-        source.will_read(&[0..HEADER_SIZE as u64, footer_at..len]);
-        let header: Header = source.record_at(0)?;
-        if header.magic != HEADER_MAGIC {
-            return Err(binfmt_core::Error::bad_magic(
-                "ARCX header",
-                0,
-                &HEADER_MAGIC,
-                &header.magic,
-            )
-            .into());
-        }
-        let (major, minor) = (header.version_major.get(), header.version_minor.get());
-        if major != 0 {
-            return Err(binfmt_core::Error::UnsupportedVersion {
-                what: "ARCX".into(),
-                found: format!("{major}.{minor}"),
-                supported: "major version 0".into(),
-            }
-            .into());
-        }
         let footer: Footer = source.record_at(footer_at)?;
         if footer.magic != FOOTER_MAGIC {
             return Err(binfmt_core::Error::bad_magic(
@@ -196,12 +224,6 @@ impl<S: Source> Archive<S> {
                 file_size: footer_at,
             }));
         }
-        agree(
-            "manifest_offset",
-            header.manifest_offset.get(),
-            manifest_offset,
-        )?;
-        agree("data_offset", header.data_offset.get(), HEADER_SIZE as u64)?;
         // Both dialects put the manifest (the tool: the manifest and its
         // copy) right before the footer: one read takes it all.
         let region_len = footer_at - manifest_offset;
@@ -213,7 +235,6 @@ impl<S: Source> Archive<S> {
         // What sits at the manifest offset tells the dialects apart: the
         // spec's manifest starts with its magic, the tool's with a length.
         let (dialect, manifest) = if region.starts_with(&MANIFEST_MAGIC) {
-            agree("index_offset", header.index_offset.get(), 0)?;
             if footer.field_16.get() != region_len {
                 return Err(manifest_error(binfmt_core::Error::corrupt(
                     "footer",
@@ -228,14 +249,9 @@ impl<S: Source> Archive<S> {
                 Self::spec_manifest(&region, &footer, &limits)?,
             )
         } else {
-            agree(
-                "index_offset",
-                header.index_offset.get(),
-                footer.field_16.get(),
-            )?;
             (
                 Dialect::ArcxCli,
-                Self::cli_manifest(&region, &header, &footer, manifest_offset, &limits)?,
+                Self::cli_manifest(&region, &footer, manifest_offset, &limits)?,
             )
         };
         drop(region);
@@ -254,7 +270,7 @@ impl<S: Source> Archive<S> {
             )));
         }
         let paths = check(&manifest, manifest_offset, &limits)?;
-        Ok(Self {
+        let archive = Self {
             source,
             dialect,
             manifest,
@@ -262,8 +278,58 @@ impl<S: Source> Archive<S> {
             limits,
             manifest_offset,
             manifest_stored,
+            index_offset: footer.field_16.get(),
             cache: BlockCache::default(),
-        })
+        };
+        if options.check_header {
+            archive.check_header()?;
+        }
+        Ok(archive)
+    }
+
+    /// Checks the header: its magic and major version, the fields that
+    /// repeat the footer's, and (arcx-cli) its CRC32. Reading needs none of
+    /// it (the footer and the manifest locate everything), so a source that
+    /// pays per request may leave it to [`Archive::verify`].
+    pub fn check_header(&self) -> Result<()> {
+        let header: Header = self.source.record_at(0)?;
+        if header.magic != HEADER_MAGIC {
+            return Err(binfmt_core::Error::bad_magic(
+                "ARCX header",
+                0,
+                &HEADER_MAGIC,
+                &header.magic,
+            )
+            .into());
+        }
+        let (major, minor) = (header.version_major.get(), header.version_minor.get());
+        if major != 0 {
+            return Err(binfmt_core::Error::UnsupportedVersion {
+                what: "ARCX".into(),
+                found: format!("{major}.{minor}"),
+                supported: "major version 0".into(),
+            }
+            .into());
+        }
+        agree(
+            "manifest_offset",
+            header.manifest_offset.get(),
+            self.manifest_offset,
+        )?;
+        agree("data_offset", header.data_offset.get(), HEADER_SIZE as u64)?;
+        match self.dialect {
+            Dialect::Spec => agree("index_offset", header.index_offset.get(), 0),
+            _ => {
+                agree("index_offset", header.index_offset.get(), self.index_offset)?;
+                let found = u64::from(crc32(header.as_bytes().get(..72).unwrap_or_default()));
+                let expected = header.tail_2.get();
+                if expected == found {
+                    Ok(())
+                } else {
+                    Err(ArcxError::HeaderChecksum { expected, found })
+                }
+            }
+        }
     }
 
     fn spec_manifest(region: &[u8], footer: &Footer, limits: &Limits) -> Result<Manifest> {
@@ -290,17 +356,10 @@ impl<S: Source> Archive<S> {
     /// (the copy it calls the index), then the footer.
     fn cli_manifest(
         region: &[u8],
-        header: &Header,
         footer: &Footer,
         manifest_offset: u64,
         limits: &Limits,
     ) -> Result<Manifest> {
-        let header_bytes = header.as_bytes().get(..72).unwrap_or_default();
-        let expected = header.tail_2.get();
-        let found = u64::from(crc32(header_bytes));
-        if expected != found {
-            return Err(ArcxError::HeaderChecksum { expected, found });
-        }
         let length = region
             .first_chunk::<4>()
             .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)));
@@ -312,18 +371,15 @@ impl<S: Source> Archive<S> {
             ));
         }
         let framed = 4 + length;
-        agree(
-            "index_offset",
-            footer.field_16.get(),
-            manifest_offset + framed,
-        )?;
-        if region.len() as u64 != 2 * framed {
+        let index_offset = footer.field_16.get();
+        if index_offset != manifest_offset + framed || region.len() as u64 != 2 * framed {
             return Err(manifest_error(binfmt_core::Error::corrupt(
                 "manifest",
                 format!(
-                    "{} bytes lie between the manifest and the footer; a {length}-byte manifest and its copy take {}",
+                    "{} bytes lie between the manifest and the footer, which puts the copy at {index_offset}; a {length}-byte manifest and its copy take {} with the copy at {}",
                     region.len(),
-                    2 * framed
+                    2 * framed,
+                    manifest_offset + framed
                 ),
             )));
         }
@@ -465,9 +521,10 @@ impl<S: Source> Archive<S> {
         io::copy(&mut reader, out).map_err(|error| ArcxError::from_io(error, Path::new(path)))
     }
 
-    /// Checks every block (CRC32, decompression) and every file (SHA-256),
-    /// decoding each block once.
+    /// Checks the header, every block (CRC32, decompression) and every
+    /// file (SHA-256), decoding each block once.
     pub fn verify(&self) -> Result<VerifySummary> {
+        self.check_header()?;
         let mut summary = VerifySummary::default();
         let mut used = vec![false; self.manifest.blocks().len()];
         for file in self.files() {
