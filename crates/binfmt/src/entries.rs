@@ -14,10 +14,10 @@
 //! checksum at the end, so reading, extracting and converting move entries
 //! in bounded pieces whatever their size.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use binfmt_core::{ByteSource, FileSource};
 
@@ -98,8 +98,10 @@ pub(crate) fn check_names_carry(file: &str, entries: &[Entry]) -> Result<()> {
     Ok(())
 }
 
-/// A file of any supported format, seen as named entries.
-pub trait EntrySource {
+/// A file of any supported format, seen as named entries. Sources and their
+/// entry streams can move between threads (the Python package reads them
+/// with the interpreter lock released).
+pub trait EntrySource: Send + Sync {
     /// The file's format.
     fn format(&self) -> Format;
     /// What the file is called in messages: its path or URL.
@@ -108,7 +110,7 @@ pub trait EntrySource {
     fn list(&self) -> Result<Vec<Entry>>;
     /// The entry called `name`, as a stream; the format's checks of its
     /// bytes run as it is read, the last one when it ends.
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>>;
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>>;
     /// Checks everything the format can check.
     fn verify(&self) -> Result<()>;
 
@@ -286,7 +288,7 @@ impl EntrySource for ArcxEntries {
             .collect())
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         match self.archive.find(name) {
             Some(file) => Ok(Box::new(self.archive.reader_for(file))),
             None => Err(Error::NotFound {
@@ -379,7 +381,7 @@ impl<S: binfmt_core::Source> EntrySource for KastEntries<S> {
             .collect())
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         Ok(Box::new(self.item(name)?.reader().in_file(&self.file)?))
     }
 
@@ -397,7 +399,7 @@ struct Par4Entries {
     /// The whole map, once a listing has decoded it (a value's size is
     /// only known decoded); reads are then lookups instead of decoding the
     /// entry a second time.
-    loaded: OnceCell<HashMap<String, Vec<u8>>>,
+    loaded: OnceLock<HashMap<String, Vec<u8>>>,
 }
 
 impl Par4Entries {
@@ -407,7 +409,7 @@ impl Par4Entries {
         Ok(Self {
             parfile,
             file,
-            loaded: OnceCell::new(),
+            loaded: OnceLock::new(),
         })
     }
 
@@ -451,7 +453,7 @@ impl EntrySource for Par4Entries {
         Ok(entries)
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         let value = match self.loaded.get() {
             Some(map) => map.get(name).cloned(),
             // One entry of a file not listed: decode just that entry.
@@ -573,7 +575,7 @@ impl EntrySource for FoldEntries {
             .collect())
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         let row = self
             .by_name
             .get(name)
