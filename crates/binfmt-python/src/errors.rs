@@ -136,7 +136,29 @@ fn classify(error: &(dyn StdError + 'static), message: String, family: Family) -
 
 /// The exception `layer` decides on, if it decides one.
 fn decisive(layer: &(dyn StdError + 'static), message: &str) -> Option<PyErr> {
-    if let Some(core) = layer.downcast_ref::<binfmt_core::Error>() {
+    // Format errors carry core errors transparently: their `source()` skips
+    // the core error, so it is looked at here.
+    let core = layer
+        .downcast_ref::<binfmt_core::Error>()
+        .or_else(|| match layer.downcast_ref::<KastError>() {
+            Some(KastError::Core(core)) => Some(core),
+            _ => None,
+        })
+        .or_else(|| match layer.downcast_ref::<binfmt_arcx::ArcxError>() {
+            Some(binfmt_arcx::ArcxError::Core(core)) => Some(core),
+            _ => None,
+        })
+        .or_else(|| match layer.downcast_ref::<binfmt_parcode::ParError>() {
+            Some(binfmt_parcode::ParError::Core(core)) => Some(core),
+            _ => None,
+        })
+        .or_else(
+            || match layer.downcast_ref::<binfmt_taridx::TaridxError>() {
+                Some(binfmt_taridx::TaridxError::Core(core)) => Some(core),
+                _ => None,
+            },
+        );
+    if let Some(core) = core.map(binfmt_core::Error::innermost) {
         return match core {
             binfmt_core::Error::Io { path, source } => Some(io_error(source, Some(path), message)),
             binfmt_core::Error::NotRegularFile { path, kind } => {
@@ -166,8 +188,9 @@ fn decisive(layer: &(dyn StdError + 'static), message: &str) -> Option<PyErr> {
     None
 }
 
-/// An I/O error: `OSError(errno, message, filename)` when it has an OS
-/// error code (Python then picks the subclass), `OSError(message)` otherwise.
+/// An I/O error: `OSError(errno, strerror, filename)` when it has an OS
+/// error code (Python then picks the subclass and words it as it words its
+/// own), `OSError(message)` otherwise.
 pub(crate) fn io_error(error: &io::Error, path: Option<&Path>, message: &str) -> PyErr {
     if let Some(python) = error
         .get_ref()
@@ -175,12 +198,45 @@ pub(crate) fn io_error(error: &io::Error, path: Option<&Path>, message: &str) ->
     {
         return Python::attach(|py| python.clone_ref(py));
     }
-    match (error.raw_os_error(), path) {
-        (Some(code), Some(path)) => {
-            PyOSError::new_err((code, message.to_owned(), path.display().to_string()))
+    let Some(code) = os_code(error) else {
+        return PyOSError::new_err(message.to_owned());
+    };
+    let strerror = io::Error::from_raw_os_error(code).to_string();
+    let strerror = match strerror.rfind(" (os error ") {
+        Some(end) => strerror.get(..end).unwrap_or(&strerror).to_owned(),
+        None => strerror,
+    };
+    match path {
+        Some(path) => PyOSError::new_err((code, strerror, path.display().to_string())),
+        None => PyOSError::new_err((code, strerror)),
+    }
+}
+
+/// The OS error code of `error`, or of an I/O error it wraps (temporary
+/// files wrap theirs with the path).
+fn os_code(error: &io::Error) -> Option<i32> {
+    if let Some(code) = error.raw_os_error() {
+        return Some(code);
+    }
+    let mut layer: Option<&(dyn StdError + 'static)> = error.get_ref().map(|inner| inner as _);
+    while let Some(current) = layer {
+        if let Some(code) = current
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::raw_os_error)
+        {
+            return Some(code);
         }
-        (Some(code), None) => PyOSError::new_err((code, message.to_owned())),
-        (None, _) => PyOSError::new_err(message.to_owned()),
+        layer = current.source();
+    }
+    // Some wrappers hide the code but keep the kind: the codes of the kinds
+    // Python has subclasses for (the same numbers on Linux and macOS).
+    match error.kind() {
+        io::ErrorKind::NotFound => Some(2),
+        io::ErrorKind::PermissionDenied => Some(13),
+        io::ErrorKind::AlreadyExists => Some(17),
+        io::ErrorKind::NotADirectory => Some(20),
+        io::ErrorKind::IsADirectory => Some(21),
+        _ => None,
     }
 }
 
