@@ -802,6 +802,9 @@ fn write_path(arrays: &[(&[u8], ItemType, &[u8])], path: &Path) -> Result<(), Ka
     }
 }
 
+/// A descriptor's fields: `(type, key_start, key_len, array_start, array_len)`.
+type Fields = (u8, u64, u64, u64, u64);
+
 /// Collects the first `keep` bytes written and counts the rest.
 struct Head {
     keep: usize,
@@ -824,7 +827,7 @@ impl Write for Head {
 /// Where the writer puts each of `items` (in key order): a list of
 /// `(type, key_start, key_len, array_start, array_len)`, and the file size.
 #[pyfunction]
-fn kastore_layout<'py>(items: Vec<Item<'py>>) -> PyResult<(Vec<(u8, u64, u64, u64, u64)>, u64)> {
+fn kastore_layout<'py>(items: Vec<Item<'py>>) -> PyResult<(Vec<Fields>, u64)> {
     let arrays = items
         .iter()
         .map(|(key, type_name, array)| {
@@ -899,7 +902,7 @@ fn kastore_descriptor(
 /// The fields of a 64-byte item descriptor:
 /// `(type, key_start, key_len, array_start, array_len)`.
 #[pyfunction]
-fn kastore_unpack_descriptor(bytes: &[u8]) -> PyResult<(u8, u64, u64, u64, u64)> {
+fn kastore_unpack_descriptor(bytes: &[u8]) -> PyResult<Fields> {
     let d = ItemDescriptor::ref_at(bytes, 0).map_err(|error| errors::binfmt(&error))?;
     Ok((
         d.item_type,
