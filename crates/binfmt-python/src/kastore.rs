@@ -445,6 +445,65 @@ struct Loaded {
     arrays: Vec<Option<Py<PyAny>>>,
     /// The keys as Python strings, in key order, once asked for.
     names: Option<Py<PyTuple>>,
+    /// Key -> item, once the keys are Python strings: a lookup of a key
+    /// object is then a hash lookup (its hash is cached) instead of a
+    /// binary search through the stored bytes.
+    lookup: Option<Py<PyDict>>,
+    /// Lookups made by binary search so far.
+    searches: usize,
+}
+
+/// Lookups by binary search before the key dict is built: a few lookups do
+/// not pay for decoding every key, a loop over the store does not pay a
+/// search for each.
+const SEARCHES_BEFORE_DICT: usize = 32;
+
+impl Loaded {
+    /// The keys as Python strings (made once), and the dict from them.
+    fn names<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        if let Some(names) = &self.names {
+            let names = names.bind(py).clone();
+            if self.lookup.is_none() {
+                self.lookup = Some(lookup_of(&names)?.unbind());
+            }
+            return Ok(names);
+        }
+        let names = self.keys.decode_all(py, &self.catalog)?;
+        self.lookup = Some(lookup_of(&names)?.unbind());
+        self.names = Some(names.clone().unbind());
+        Ok(names)
+    }
+
+    fn index(&mut self, key: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+        let py = key.py();
+        if let Some(lookup) = &self.lookup {
+            // Only str keys can be stored keys (an unhashable key is absent).
+            if !key.is_instance_of::<PyString>() {
+                return Ok(None);
+            }
+            return match lookup.bind(py).get_item(key)? {
+                Some(index) => Ok(Some(index.extract()?)),
+                None => Ok(None),
+            };
+        }
+        self.searches += 1;
+        if self.searches > SEARCHES_BEFORE_DICT {
+            self.names(py)?;
+            return self.index(key);
+        }
+        Ok(self
+            .keys
+            .encode(key)
+            .and_then(|bytes| self.catalog.find(&bytes)))
+    }
+}
+
+fn lookup_of<'py>(names: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyDict>> {
+    let lookup = PyDict::new(names.py());
+    for (index, name) in names.iter().enumerate() {
+        lookup.set_item(name, index)?;
+    }
+    Ok(lookup)
 }
 
 /// The store of `binfmt.kastore` (the Python class `Store` adds the
@@ -464,12 +523,15 @@ impl NativeStore {
             .ok_or_else(|| StoreClosedError::new_err(()))
     }
 
-    fn index(&self, key: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let loaded = self.open()?;
-        loaded
-            .keys
-            .encode(key)
-            .and_then(|bytes| loaded.catalog.find(&bytes))
+    fn loaded(&mut self) -> PyResult<&mut Loaded> {
+        self.state
+            .as_mut()
+            .ok_or_else(|| StoreClosedError::new_err(()))
+    }
+
+    fn index(&mut self, key: &Bound<'_, PyAny>) -> PyResult<usize> {
+        self.loaded()?
+            .index(key)?
             .ok_or_else(|| PyKeyError::new_err(key.clone().unbind()))
     }
 }
@@ -528,6 +590,8 @@ impl NativeStore {
                 bytes,
                 arrays,
                 names,
+                lookup: None,
+                searches: 0,
             }),
             key_encoding: key_encoding.unbind(),
             nbytes,
@@ -552,22 +616,10 @@ impl NativeStore {
 
     fn __iter__<'py>(mut slf: PyRefMut<'py, Self>) -> PyResult<Bound<'py, PyIterator>> {
         let py = slf.py();
-        let loaded = slf
-            .state
-            .as_mut()
-            .ok_or_else(|| StoreClosedError::new_err(()))?;
-        let names = match &loaded.names {
-            Some(names) => names.bind(py).clone(),
-            None => {
-                let names = loaded.keys.decode_all(py, &loaded.catalog)?;
-                loaded.names = Some(names.clone().unbind());
-                names
-            }
-        };
-        names.try_iter()
+        slf.loaded()?.names(py)?.try_iter()
     }
 
-    fn __contains__(&self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+    fn __contains__(&mut self, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         match self.index(key) {
             Ok(_) => Ok(true),
             Err(error) if error.is_instance_of::<PyKeyError>(key.py()) => Ok(false),
@@ -578,10 +630,7 @@ impl NativeStore {
     fn __getitem__(&mut self, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let py = key.py();
         let index = self.index(key)?;
-        let loaded = self
-            .state
-            .as_mut()
-            .ok_or_else(|| StoreClosedError::new_err(()))?;
+        let loaded = self.loaded()?;
         if let Some(Some(array)) = loaded.arrays.get(index) {
             return Ok(array.clone_ref(py));
         }
@@ -598,7 +647,7 @@ impl NativeStore {
     }
 
     /// The type, shape and size of the array under `key`, without reading it.
-    fn info(&self, key: &Bound<'_, PyAny>) -> PyResult<ValueInfo> {
+    fn info(&mut self, key: &Bound<'_, PyAny>) -> PyResult<ValueInfo> {
         let index = self.index(key)?;
         let entry = self
             .open()?
