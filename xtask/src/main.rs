@@ -2,9 +2,10 @@
 //!
 //! - `fixtures`: remakes `fixtures/generated/`, small files of every format
 //!   and dialect written by this project's writers (see [`xtask::fixtures`]).
-//! - `bench [arcx|kast|par4|taridx]`: this project's code next to the
+//! - `bench [arcx|kast|par4|taridx|python]`: this project's code next to the
 //!   reference implementations, every format whose reference is installed
-//!   (or one), printed as one table.
+//!   (or one), printed as one table; `bench python` builds the Python
+//!   package and times `binfmt.kastore` against the `kastore` package.
 //! - `fuzz --seconds N [TARGET...]`: the libFuzzer targets of `fuzz/`.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
@@ -18,6 +19,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench;
 mod bench_arcx;
 mod bench_par4;
+mod bench_python;
 mod fuzz;
 mod report;
 
@@ -82,6 +84,9 @@ enum BenchFormat {
     Kast,
     Par4,
     Taridx,
+    /// The Python package against the `kastore` package (only when asked
+    /// for: it builds the package in release mode first).
+    Python,
 }
 
 fn main() -> ExitCode {
@@ -118,6 +123,9 @@ fn bench(
     glzn: Option<&Path>,
     arcx: &Path,
 ) -> Result<(), String> {
+    if only == Some(BenchFormat::Python) {
+        return bench_python::run(workspace_root(), python, &dir.join("python"));
+    }
     let mut report = report::Report::default();
     let formats = only.map_or_else(
         || {
@@ -143,7 +151,7 @@ fn bench(
             BenchFormat::Arcx => {
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
-            BenchFormat::Par4 => None,
+            BenchFormat::Par4 | BenchFormat::Python => None,
         };
         let name = format!("{format:?}").to_lowercase();
         if let Some(why) = missing {
@@ -161,6 +169,7 @@ fn bench(
             (BenchFormat::Taridx, None) => {}
             (BenchFormat::Arcx, _) => bench_arcx::run(&dir.join("arcx"), arcx, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
+            (BenchFormat::Python, _) => {}
         }
     }
     print!("{}", report.markdown());
