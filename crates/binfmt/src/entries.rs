@@ -136,8 +136,9 @@ pub struct ExtractOptions<'a> {
     /// Recreate symlinks stored in an ARCX archive (targets inside the
     /// directory only); without this they are skipped.
     pub symlinks: bool,
-    /// Called with (entries written, entries in all) after each entry.
-    pub progress: Option<&'a dyn Fn(u64, u64)>,
+    /// Called with (entries written, entries in all) after each entry,
+    /// from whichever thread wrote it.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
 }
 
 impl std::fmt::Debug for ExtractOptions<'_> {
@@ -156,7 +157,7 @@ impl<'a> ExtractOptions<'a> {
     }
 
     /// These options, reporting progress to `progress`.
-    pub fn progress(mut self, progress: &'a dyn Fn(u64, u64)) -> Self {
+    pub fn progress(mut self, progress: &'a (dyn Fn(u64, u64) + Sync)) -> Self {
         self.progress = Some(progress);
         self
     }
@@ -302,16 +303,10 @@ impl EntrySource for ArcxEntries {
 
     fn extract_to(&self, dir: &Path, options: &ExtractOptions) -> Result<u64> {
         let arcx_options = binfmt_arcx::ExtractOptions::default().symlinks(options.symlinks);
-        let total = self.archive.len() as u64;
-        let mut summary = binfmt_arcx::ExtractSummary::default();
-        for (done, file) in (1..).zip(self.archive.files()) {
-            self.archive
-                .extract_entry(file, dir, arcx_options, &mut summary)
-                .in_file(&self.file)?;
-            if let Some(progress) = options.progress {
-                progress(done, total);
-            }
-        }
+        let summary = self
+            .archive
+            .extract_with_progress(dir, arcx_options, options.progress.unwrap_or(&|_, _| {}))
+            .in_file(&self.file)?;
         Ok(summary.files + summary.directories + summary.symlinks)
     }
 }
