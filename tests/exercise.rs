@@ -68,20 +68,55 @@ pub fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
     items.load().map(|_| ()).map_err(|e| e.to_string())
 }
 
-/// A TARIDX index: open (header and tables checked), verify every row,
-/// against shards of `shard_lens` bytes when given.
-pub fn read_taridx(bytes: Vec<u8>, shard_lens: Option<&[u64]>) -> Result<(), String> {
+/// A TARIDX index: open (header and tables checked), then, with shards,
+/// read every row's member (each checked against its tar header) and look
+/// every crash stem up, and only then verify every row.
+pub fn read_taridx(
+    bytes: Vec<u8>,
+    shards: Option<&binfmt_taridx::ShardBytes>,
+) -> Result<(), String> {
     let index = binfmt_taridx::Index::new(bytes).map_err(|e| e.to_string())?;
-    index.verify(shard_lens).map_err(|e| e.to_string())?;
-    std::hint::black_box(index.extensions().len() + index.crash_stems().len());
+    std::hint::black_box(index.extensions().len() + index.crash_stems().count());
+    let Some(shards) = shards else {
+        return index.verify(None).map(|_| ()).map_err(|e| e.to_string());
+    };
+    let dataset =
+        binfmt_taridx::Dataset::new(index, shards.clone(), binfmt_taridx::DatasetOptions::new())
+            .map_err(|e| e.to_string())?;
+    read_members(&dataset)?;
+    dataset.verify().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Reads every member of a dataset through its row, and finds it again by
+/// its name.
+fn read_members<S: binfmt_core::Source>(dataset: &binfmt_taridx::Dataset<S>) -> Result<(), String> {
+    let crash: Vec<String> = dataset.index().crash_stems().map(str::to_owned).collect();
+    for stem in &crash {
+        std::hint::black_box(dataset.lookup(stem).len());
+    }
+    for row in dataset.rows() {
+        let member = dataset.member(row).map_err(|e| e.to_string())?;
+        let name = member.name().to_owned();
+        std::hint::black_box(member.into_vec().map_err(|e| e.to_string())?.len());
+        dataset.find(&name).map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
-/// A tar shard: every header, as the indexer reads it.
+/// A tar shard: every header, as the indexer reads it; then indexed (by
+/// both key rules), every member read through the index, and verified.
 pub fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
-    binfmt_taridx::tar::scan(&bytes)
-        .map(|members| {
-            std::hint::black_box(members.len());
-        })
-        .map_err(|(offset, problem)| format!("{problem} at {offset}"))
+    let members = binfmt_taridx::tar::scan(&bytes).map_err(|e| e.to_string())?;
+    let shards = binfmt_taridx::ShardBytes::new([bytes]);
+    for rule in [
+        binfmt_taridx::KeyRule::Glzn,
+        binfmt_taridx::KeyRule::WebDataset,
+    ] {
+        let mut builder = binfmt_taridx::IndexBuilder::new(rule);
+        for member in &members {
+            builder.add(0, member.clone()).map_err(|e| e.to_string())?;
+        }
+        read_taridx(builder.to_bytes(), Some(&shards))?;
+    }
+    Ok(())
 }

@@ -132,6 +132,28 @@ fn unix_permissions_for(destination: &Path) -> fs::Permissions {
         .unwrap_or_else(|_| fs::Permissions::from_mode(0o644))
 }
 
+/// Whether `a` and `b` name the same file: the same device and inode when
+/// both exist (a hard link or a symlink to the file counts), the same path
+/// otherwise. Commands use it to refuse writing an output over an input.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (file_id(a), file_id(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+#[cfg(unix)]
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    let _ = path;
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

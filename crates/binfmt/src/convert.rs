@@ -3,7 +3,7 @@
 //!
 //! | target | what is written |
 //! |---|---|
-//! | TARIDX | `DIR/FOLD.taridx` and shards `DIR/FOLD_0000.tar`, `DIR/FOLD_0001.tar`, … (a new shard when the next member would pass the size limit); ustar members, pax records for long or non-ASCII names; the index by the fold convention |
+//! | TARIDX | `DIR/FOLD.taridx` and shards `DIR/FOLD_0000.tar`, `DIR/FOLD_0001.tar`, … written by `binfmt_taridx::SampleWriter`: consecutive entries with one key are one sample, never split across shards; a new shard when the next sample would pass the size or sample limit; ustar members, pax records for long or non-ASCII names; the index built in the same pass |
 //! | ARCX | an archive in the chosen dialect |
 //! | KAST | one uint8 array per entry, keyed by name |
 //! | PAR4 | a `HashMap<String, Vec<u8>>` in the bucket layout (`parcode` 0.6.1 loads it with `Parcode::load`) |
@@ -13,10 +13,8 @@
 //! hold the entries in memory until they are written.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-use binfmt_core::{AtomicFile, IoResultExt};
 
 use crate::about;
 use crate::entries::{EntrySource, check_names_carry, open};
@@ -27,9 +25,13 @@ use crate::sniff::Format;
 pub struct ConvertOptions {
     /// The ARCX dialect, for ARCX targets.
     pub arcx_dialect: binfmt_arcx::Dialect,
-    /// The largest tar shard, for TARIDX targets (a single larger member
+    /// The largest tar shard, for TARIDX targets (a single larger sample
     /// gets a shard of its own).
     pub shard_size: u64,
+    /// The most samples in one tar shard, for TARIDX targets.
+    pub shard_samples: u64,
+    /// How TARIDX targets key member names into samples.
+    pub taridx_keys: binfmt_taridx::KeyRule,
     /// Compression of PAR4 chunks.
     pub par4_compression: binfmt_parcode::Compression,
 }
@@ -39,6 +41,8 @@ impl Default for ConvertOptions {
         Self {
             arcx_dialect: binfmt_arcx::Dialect::Spec,
             shard_size: 1 << 30,
+            shard_samples: u64::MAX,
+            taridx_keys: binfmt_taridx::KeyRule::Glzn,
             par4_compression: binfmt_parcode::Compression::None,
         }
     }
@@ -90,7 +94,7 @@ pub fn convert_with_progress(
         Format::Arcx => to_arcx(&source, &names, output, options.arcx_dialect)?,
         Format::Kast => to_kast(&source, &names, output)?,
         Format::Par4 => to_par4(&source, &names, output, options.par4_compression)?,
-        Format::Taridx => to_taridx(&source, &names, output, options.shard_size)?,
+        Format::Taridx => to_taridx(&source, &names, output, options)?,
         Format::Tar | Format::Unknown => return Err(format!("cannot convert to {to}")),
     };
     Ok(ConvertSummary {
@@ -182,10 +186,14 @@ fn to_par4(
     Ok(vec![output.to_owned()])
 }
 
-/// Names a TARIDX index cannot tell apart: two members with the same stem
+/// Names a TARIDX index cannot tell apart: two members with the same key
 /// and extension would be one sample with a duplicated field.
-fn check_taridx_names(names: &[&str], output: &Path) -> Result<(), String> {
-    let mut seen = HashSet::new();
+fn check_taridx_names(
+    names: &[&str],
+    output: &Path,
+    rule: binfmt_taridx::KeyRule,
+) -> Result<(), String> {
+    let mut seen = HashMap::new();
     for name in names {
         if name.is_empty() {
             return Err(about(
@@ -193,13 +201,21 @@ fn check_taridx_names(names: &[&str], output: &Path) -> Result<(), String> {
                 "an entry has an empty name, which a tar member cannot have",
             ));
         }
-        let split = binfmt_taridx::build::split_name(name.as_bytes());
-        if !seen.insert((split.stem.clone(), split.extension.clone())) {
+        let split = rule.split(name);
+        if let Some(earlier) = seen.insert((split.key.clone(), split.extension.clone()), *name) {
+            let advice = match rule {
+                binfmt_taridx::KeyRule::Glzn => {
+                    " (glzn's key is the basename: --taridx-keys webdataset keys samples by their whole path instead)"
+                }
+                _ => "",
+            };
             return Err(about(
                 output,
                 format!(
-                    "entry {name:?} has the same stem {:?} and extension {:?} as an earlier entry: one TARIDX sample cannot hold both",
-                    split.stem, split.extension
+                    "entries {earlier:?} and {name:?} have the same key {:?} and extension {:?} under the {} key rule: one TARIDX sample cannot hold both{advice}",
+                    split.key,
+                    split.extension,
+                    rule.name()
                 ),
             ));
         }
@@ -211,100 +227,59 @@ fn to_taridx(
     source: &Input<'_>,
     names: &[&str],
     output: &Path,
-    shard_size: u64,
+    options: &ConvertOptions,
 ) -> Result<Vec<PathBuf>, String> {
     let fold = output
         .file_stem()
         .and_then(|stem| stem.to_str())
         .filter(|fold| output.extension().is_some_and(|ext| ext == "taridx") && !fold.is_empty())
         .ok_or_else(|| about(output, "a TARIDX target must be named DIR/FOLD.taridx"))?;
-    check_taridx_names(names, output)?;
+    let rule = options.taridx_keys;
+    check_taridx_names(names, output, rule)?;
     let dir = output
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    // Shards already there would join the fold when it is opened again.
-    if let Ok(existing) = binfmt_taridx::fold_shards(&dir, fold) {
-        let names: Vec<String> = existing
+    let failed = |error: binfmt_taridx::TaridxError| about(output, error);
+    let mut writer = binfmt_taridx::SampleWriter::create(
+        &dir,
+        fold,
+        binfmt_taridx::SampleWriterOptions::new()
+            .max_bytes(options.shard_size)
+            .max_samples(options.shard_samples)
+            .key_rule(rule),
+    )
+    .map_err(failed)?;
+    // A sample: consecutive entries with one key.
+    let mut start = 0;
+    while let Some(first) = names.get(start) {
+        let key = rule.split(first).key;
+        let end = names
             .iter()
-            .map(|path| path.display().to_string())
-            .collect();
-        return Err(about(
-            output,
-            format!(
-                "shards of fold {fold:?} already exist ({}); remove them or choose another place",
-                names.join(", ")
-            ),
-        ));
+            .skip(start)
+            .position(|name| rule.split(name).key != key)
+            .map_or(names.len(), |length| start + length);
+        let members = names
+            .get(start..end)
+            .unwrap_or_default()
+            .iter()
+            .map(|name| Ok((*name, source.read(name)?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        writer
+            .write_members(
+                members
+                    .iter()
+                    .map(|(name, bytes)| binfmt_taridx::MemberSource {
+                        name: (*name).to_owned(),
+                        size: bytes.len() as u64,
+                        data: bytes.as_slice(),
+                    })
+                    .collect(),
+            )
+            .map_err(failed)?;
+        start = end;
     }
-    let mut shards: Vec<PathBuf> = Vec::new();
-    let written = write_shards(source, names, &dir, fold, shard_size, output, &mut shards)
-        .and_then(|()| {
-            binfmt_taridx::index_shards(&shards, binfmt_taridx::IndexOptions::default(), || {})
-                .map_err(|e| e.to_string())?
-                .write_file(output)
-                .map_err(|e| about(output, e))
-        });
-    if let Err(error) = written {
-        // Each shard is whole, but a partial set would open as a smaller fold.
-        for shard in &shards {
-            let _ = std::fs::remove_file(shard);
-        }
-        return Err(error);
-    }
-    shards.push(output.to_owned());
-    Ok(shards)
-}
-
-/// Writes the members into shards `DIR/FOLD_0000.tar`, ..., recording each
-/// shard in `shards` as soon as it is created.
-fn write_shards(
-    source: &Input<'_>,
-    names: &[&str],
-    dir: &Path,
-    fold: &str,
-    shard_size: u64,
-    output: &Path,
-    shards: &mut Vec<PathBuf>,
-) -> Result<(), String> {
-    let mut current: Option<binfmt_taridx::TarWriter<AtomicFile>> = None;
-    let finish = |writer: binfmt_taridx::TarWriter<AtomicFile>| -> Result<(), String> {
-        let file = writer.finish().map_err(|e| e.to_string())?;
-        file.commit().map_err(|e| e.to_string())
-    };
-    for name in names {
-        let bytes = source.read(name)?;
-        let needed = binfmt_taridx::TarWriter::<AtomicFile>::member_len(name, bytes.len() as u64);
-        // Room for the two end blocks of an archive.
-        if current.as_ref().is_some_and(|writer| {
-            writer.written() > 0 && writer.written() + needed + 1024 > shard_size
-        }) {
-            if let Some(writer) = current.take() {
-                finish(writer)?;
-            }
-        }
-        if current.is_none() {
-            let path = dir.join(format!("{fold}_{:04}.tar", shards.len()));
-            let file = AtomicFile::create(&path).map_err(|e| e.to_string())?;
-            shards.push(path);
-            current = Some(binfmt_taridx::TarWriter::new(file));
-        }
-        if let Some(writer) = current.as_mut() {
-            writer
-                .append(name, &bytes)
-                .with_path(shards.last().map_or(output, PathBuf::as_path))
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    if let Some(writer) = current.take() {
-        finish(writer)?;
-    }
-    if shards.is_empty() {
-        // An empty fold still needs a shard for the fold convention to find.
-        let path = dir.join(format!("{fold}_0000.tar"));
-        finish(binfmt_taridx::TarWriter::new(
-            AtomicFile::create(&path).map_err(|e| e.to_string())?,
-        ))?;
-        shards.push(path);
-    }
-    Ok(())
+    let fold = writer.finish().map_err(failed)?;
+    let mut outputs = fold.shards;
+    outputs.push(fold.index);
+    Ok(outputs)
 }

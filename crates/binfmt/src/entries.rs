@@ -258,14 +258,10 @@ impl EntrySource for Par4Entries {
 }
 
 /// A TARIDX index with its fold's shards beside it, its rows named by the
-/// tar members' full names.
+/// tar members' full names. Opening reads the index only; shards are opened
+/// as rows need them, a bounded number at a time.
 struct FoldEntries {
     dataset: binfmt_taridx::Dataset,
-    /// (member name, row index, whether the stored name is not UTF-8), in
-    /// row order.
-    names: Vec<(String, usize, bool)>,
-    /// Row index by member name; the first row when a name repeats.
-    by_name: HashMap<String, usize>,
 }
 
 impl FoldEntries {
@@ -280,48 +276,7 @@ impl FoldEntries {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
         let shards = binfmt_taridx::fold_shards(&root, fold).map_err(|e| failed(&e))?;
         let dataset = binfmt_taridx::Dataset::open(path, &shards).map_err(|e| failed(&e))?;
-        // Full member names (GNU long names and pax paths included) come
-        // from the shards' headers, matched to rows by shard and offset.
-        let mut by_position = HashMap::new();
-        for (fid, shard) in shards.iter().enumerate() {
-            let bytes = binfmt_core::ByteSource::open(shard).map_err(|e| failed(&e))?;
-            let members = binfmt_taridx::tar::scan(&bytes).map_err(|(offset, problem)| {
-                failed(&format!(
-                    "shard {}: {problem} at byte {offset}",
-                    shard.display()
-                ))
-            })?;
-            for member in members {
-                by_position.insert(
-                    (fid as u16, member.offset),
-                    (
-                        String::from_utf8_lossy(&member.name).into_owned(),
-                        std::str::from_utf8(&member.name).is_err(),
-                    ),
-                );
-            }
-        }
-        let mut names = Vec::with_capacity(dataset.num_rows());
-        for (row_index, row) in dataset.rows().iter().enumerate() {
-            let (name, not_utf8) = by_position
-                .remove(&(row.fid.get(), row.offset.get()))
-                .ok_or_else(|| {
-                    failed(&format!(
-                        "row {row_index} points at no member of shard {}",
-                        row.fid.get()
-                    ))
-                })?;
-            names.push((name, row_index, not_utf8));
-        }
-        let mut by_name = HashMap::with_capacity(names.len());
-        for (name, index, _) in &names {
-            by_name.entry(name.clone()).or_insert(*index);
-        }
-        Ok(Self {
-            dataset,
-            names,
-            by_name,
-        })
+        Ok(Self { dataset })
     }
 }
 
@@ -331,38 +286,33 @@ impl EntrySource for FoldEntries {
     }
 
     fn list(&self) -> Result<Vec<Entry>, String> {
-        let rows = self.dataset.rows();
-        Ok(self
-            .names
+        // Full member names (GNU long names and pax paths included) come
+        // from each row's tar header, checked against the row.
+        self.dataset
+            .rows()
             .iter()
-            .filter_map(|(name, index, not_utf8)| {
-                rows.get(*index).map(|row| Entry {
-                    name: name.clone(),
-                    name_not_utf8: *not_utf8,
-                    size: row.size.get(),
+            .map(|row| {
+                let member = self.dataset.member_info(row).map_err(|e| e.to_string())?;
+                Ok(Entry {
+                    name: member.name,
+                    name_not_utf8: member.name_not_utf8,
+                    size: member.size,
                     kind: None,
                 })
             })
-            .collect())
+            .collect()
     }
 
     fn read(&self, name: &str) -> Result<Vec<u8>, String> {
-        let index = self
-            .by_name
-            .get(name)
-            .ok_or_else(|| format!("no member {name:?}"))?;
         let row = self
             .dataset
-            .rows()
-            .get(*index)
+            .find(name)
+            .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("no member {name:?}"))?;
-        self.dataset
-            .payload(row)
-            .map(<[u8]>::to_vec)
-            .map_err(|e| e.to_string())
+        self.dataset.read(&row).map_err(|e| e.to_string())
     }
 
     fn verify(&self) -> Result<(), String> {
-        self.dataset.verify().map_err(|e| e.to_string())
+        self.dataset.verify().map(|_| ()).map_err(|e| e.to_string())
     }
 }

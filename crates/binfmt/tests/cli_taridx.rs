@@ -92,7 +92,8 @@ fn info_text_and_json() {
             .unwrap();
     assert_eq!(json["version"], "1.0");
     assert_eq!(json["stems"], 8);
-    assert_eq!(json["crash_stems"], serde_json::json!([]));
+    assert_eq!(json["crash_stems"], 0);
+    assert_eq!(json["keys"], "glzn");
     let mixed: serde_json::Value = serde_json::from_slice(
         &binfmt(&[
             "taridx",
@@ -147,7 +148,11 @@ fn errors_and_exit_codes() {
 
     let ambiguous = binfmt(&["taridx", "get", arg(&golden), "000001"]);
     assert_eq!(ambiguous.status.code(), Some(2));
-    assert!(text(&ambiguous.stderr).contains("jpg, json, cls"));
+    assert!(
+        text(&ambiguous.stderr).contains("\"s/000001.jpg\", \"s/000001.json\", \"s/000001.cls\""),
+        "{}",
+        text(&ambiguous.stderr)
+    );
 
     let dir = golden_fold();
     let shard = dir.path().join("golden_0002.tar");
@@ -170,7 +175,7 @@ fn errors_and_exit_codes() {
     let bad = binfmt(&["taridx", "info", arg(&bad_index)]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(
-        text(&bad.stderr).contains("bad.taridx: truncated header"),
+        text(&bad.stderr).contains("bad.taridx: truncated taridx header"),
         "{}",
         text(&bad.stderr)
     );

@@ -173,7 +173,7 @@ fn names_a_target_cannot_hold_are_reported() {
     )
     .unwrap_err();
     assert!(
-        error.contains("b/x.jpg") && error.contains("same stem"),
+        error.contains("b/x.jpg") && error.contains("same key") && error.contains("webdataset"),
         "{error}"
     );
     assert!(!dir.path().join("t.taridx").exists());
@@ -279,10 +279,16 @@ fn names_that_are_not_utf8_are_refused_not_replaced() {
 fn repeated_names_are_refused_by_convert_and_extract() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("twice_0000.tar");
-    let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
-    tar.append("a.txt", b"first").unwrap();
-    tar.append("a.txt", b"second").unwrap();
-    std::fs::write(&shard, tar.finish().unwrap()).unwrap();
+    // TarWriter refuses a repeated name: join two archives instead, as
+    // `tar -A` would.
+    let archive = |data: &[u8]| {
+        let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
+        tar.append_bytes("a.txt", data).unwrap();
+        tar.finish().unwrap()
+    };
+    let first = archive(b"first");
+    let joined = [&first[..first.len() - 1024], &archive(b"second")].concat();
+    std::fs::write(&shard, joined).unwrap();
     let index = dir.path().join("twice.taridx");
     binfmt_taridx::index_shards(&[shard], binfmt_taridx::IndexOptions::default(), || {})
         .unwrap()

@@ -84,7 +84,15 @@ pub fn info(args: &InfoArgs) -> CommandResult {
         path: args.file.display().to_string(),
         format: source.format(),
         entries: entries.len(),
-        bytes: entries.iter().map(|entry| entry.size).sum(),
+        bytes: entries
+            .iter()
+            .try_fold(0u64, |total, entry| total.checked_add(entry.size))
+            .ok_or_else(|| {
+                output::about(
+                    &args.file,
+                    "the entries' sizes add up to more than 2^64 bytes",
+                )
+            })?,
     };
     if args.json {
         output::print_json(&info)?;
@@ -184,9 +192,16 @@ pub struct ConvertArgs {
     /// ARCX only: the dialect to write.
     #[arg(long, value_enum, default_value = "spec")]
     dialect: DialectArg,
-    /// TARIDX only: the largest shard in bytes.
+    /// TARIDX only: the largest shard in bytes (a sample is never split).
     #[arg(long, default_value_t = 1 << 30)]
     shard_size: u64,
+    /// TARIDX only: the most samples in one shard.
+    #[arg(long, default_value_t = u64::MAX, hide_default_value = true)]
+    shard_samples: u64,
+    /// TARIDX only: how member names become sample keys (glzn: the basename
+    /// before its first dot; webdataset: the whole path before it).
+    #[arg(long, value_enum, default_value = "glzn")]
+    taridx_keys: crate::cmd::taridx::KeyRuleArg,
     /// PAR4 only: compress chunks with LZ4.
     #[arg(long)]
     lz4: bool,
@@ -202,6 +217,8 @@ pub fn convert(args: &ConvertArgs) -> CommandResult {
     let options = binfmt::ConvertOptions {
         arcx_dialect: args.dialect.into(),
         shard_size: args.shard_size,
+        shard_samples: args.shard_samples,
+        taridx_keys: args.taridx_keys.into(),
         par4_compression: if args.lz4 {
             binfmt_parcode::Compression::Lz4
         } else {
