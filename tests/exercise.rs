@@ -120,3 +120,33 @@ pub fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A whole fold packed in one tar (`index.taridx`, then the shards in fid
+/// order, as `tests/regressions/taridx_fold/` stores hostile folds): read
+/// as [`read_taridx`] reads an index with its shards.
+pub fn read_fold(bytes: Vec<u8>) -> Result<(), String> {
+    let (index, shards) = unpack_fold(&bytes)?;
+    read_taridx(index, Some(&binfmt_taridx::ShardBytes::new(shards)))
+}
+
+/// Packs an index and its shards into one tar (the regression format).
+pub fn pack_fold(index: &[u8], shards: &[Vec<u8>]) -> Vec<u8> {
+    let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
+    let _ = tar.append_bytes("index.taridx", index);
+    for (fid, shard) in shards.iter().enumerate() {
+        let _ = tar.append_bytes(&format!("shard-{fid:04}.tar"), shard);
+    }
+    tar.finish().unwrap_or_default()
+}
+
+/// The index and shards of a packed fold.
+pub fn unpack_fold(bytes: &[u8]) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
+    let members = binfmt_taridx::tar::scan(bytes).map_err(|e| format!("container: {e}"))?;
+    let mut parts = members.iter().map(|member| {
+        let start = usize::try_from(member.offset + 512).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(member.size).unwrap_or(usize::MAX));
+        bytes.get(start..end).map(<[u8]>::to_vec).unwrap_or_default()
+    });
+    let index = parts.next().ok_or("container: no index member")?;
+    Ok((index, parts.collect()))
+}

@@ -311,7 +311,7 @@ fn tar_shard() {
 #[test]
 fn fuzz_findings_stay_fixed() {
     let root = binfmt_tests::workspace_root().join("tests/regressions");
-    let readers: [(&str, Reader); 5] = [
+    let readers: [(&str, Reader); 6] = [
         ("arcx", read_arcx),
         ("kast", read_kast),
         ("par4", |bytes| {
@@ -319,6 +319,7 @@ fn fuzz_findings_stay_fixed() {
         }),
         ("taridx_index", |bytes| exercise::read_taridx(bytes, None)),
         ("tar_shard", read_tar),
+        ("taridx_fold", exercise::read_fold),
     ];
     let mut checked = 0;
     for (target, reader) in readers {
