@@ -1,15 +1,18 @@
 //! `cargo xtask fuzz --seconds N [TARGET...]`: runs each libFuzzer target of
 //! `fuzz/` for N seconds with cargo-fuzz (which needs a nightly toolchain:
-//! `cargo +nightly install cargo-fuzz`), seeded from the fixtures, and
-//! prints the executions and the outcome of each.
+//! `cargo +nightly install cargo-fuzz`), seeded from the fixtures, with an
+//! RSS limit of 2 GiB and a single-allocation limit of 512 MiB, and prints
+//! the executions and the outcome of each.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
-const TARGETS: [(&str, &[&str]); 6] = [
+const TARGETS: [(&str, &[&str]); 7] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
+    // Structure-aware: its inputs are `arbitrary` choices, not files.
+    ("taridx_structured", &[]),
     ("arcx", &["arcx"]),
     ("par4", &["par4"]),
     ("kast", &["kas", "trees"]),
@@ -74,6 +77,8 @@ pub fn run(root: &Path, seconds: u64, only: &[String]) -> Result<(), String> {
             .arg("--")
             .arg(format!("-max_total_time={seconds}"))
             .arg("-rss_limit_mb=2048")
+            // An allocation over 512 MiB is a finding, not a pass.
+            .arg("-malloc_limit_mb=512")
             .arg("-print_final_stats=1")
             .output()
             .map_err(|e| format!("cargo fuzz: {e}"))?;

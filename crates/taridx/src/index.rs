@@ -180,15 +180,24 @@ impl<S: Source> Index<S> {
                 decoded,
             });
         }
-        let bytes = match &blocks {
+        let crash_len = crash_bytes.len();
+        let bytes = match blocks {
             Cow::Borrowed(_) => {
                 // Borrowed means the source is in memory: keep the range only.
                 let start = usize::try_from(off_crash).unwrap_or(usize::MAX);
-                BlockBytes::InSource(start..start + crash_bytes.len())
+                BlockBytes::InSource(start..start + crash_len)
             }
-            Cow::Owned(_) => BlockBytes::Owned(crash_text.to_owned()),
+            Cow::Owned(mut copy) => {
+                // Keep the crash block of the one copy read, without a second.
+                copy.drain(..split.min(copy.len()));
+                BlockBytes::Owned(String::from_utf8(copy).map_err(|error| {
+                    TaridxError::BlockNotUtf8 {
+                        block: "crash-stem",
+                        offset: off_crash + error.utf8_error().valid_up_to() as u64,
+                    }
+                })?)
+            }
         };
-        drop(blocks);
         Ok(Self {
             version: (major, minor),
             n_stems: header.n_stems.get(),
@@ -273,20 +282,24 @@ impl<S: Source> Index<S> {
             let text = self.crash_text();
             // Offsets fit in u32: a block over 4 GiB has no table (lookups
             // then find nothing, and verify reports the rows).
-            let starts: Vec<u32> = if text.len() < u32::MAX as usize {
-                std::iter::once(0)
-                    .chain(text.match_indices('\n').map(|(at, _)| at as u32 + 1))
-                    .take(self.crash.count as usize)
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let mut sorted: Vec<u32> = (0..starts.len() as u32).collect();
+            let count = self.crash.count as usize;
+            let mut starts: Vec<u32> = Vec::new();
+            if text.len() < u32::MAX as usize {
+                // `count` was checked against the block's lines at open.
+                starts.reserve_exact(count);
+                starts.extend(
+                    std::iter::once(0)
+                        .chain(text.match_indices('\n').map(|(at, _)| at as u32 + 1))
+                        .take(count),
+                );
+            }
+            let mut sorted: Vec<u32> = Vec::with_capacity(starts.len());
+            sorted.extend(0..starts.len() as u32);
             let table = CrashTable {
                 starts,
                 sorted: Vec::new(),
             };
-            sorted.sort_by(|&a, &b| table.stem(text, a).cmp(table.stem(text, b)));
+            sorted.sort_unstable_by(|&a, &b| table.stem(text, a).cmp(table.stem(text, b)));
             CrashTable { sorted, ..table }
         })
     }
