@@ -145,7 +145,10 @@ pub fn unpack_fold(bytes: &[u8]) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
     let mut parts = members.iter().map(|member| {
         let start = usize::try_from(member.offset + 512).unwrap_or(usize::MAX);
         let end = start.saturating_add(usize::try_from(member.size).unwrap_or(usize::MAX));
-        bytes.get(start..end).map(<[u8]>::to_vec).unwrap_or_default()
+        bytes
+            .get(start..end)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default()
     });
     let index = parts.next().ok_or("container: no index member")?;
     Ok((index, parts.collect()))

@@ -157,7 +157,10 @@ impl RawIndex {
     pub fn bytes(&self) -> Vec<u8> {
         use binfmt_core::layout::{IntoBytes, U64};
         let mut header = self.header.clone();
-        assert_eq!(header.magic, MAGIC, "a test that wants a bad magic patches bytes");
+        assert_eq!(
+            header.magic, MAGIC,
+            "a test that wants a bad magic patches bytes"
+        );
         if !self.fixed_offsets {
             let off_crash = 64 + self.ext_block.len() as u64;
             header.off_crash = U64::new(off_crash);

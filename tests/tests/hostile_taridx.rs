@@ -15,14 +15,12 @@
 )]
 
 use binfmt_core::layout::{U16, U32, U64};
-use binfmt_taridx::{
-    Dataset, DatasetOptions, Index, KeyRule, RowProblem, ShardBytes, TaridxError,
-};
+use binfmt_taridx::{Dataset, DatasetOptions, Index, KeyRule, RowProblem, ShardBytes, TaridxError};
 
-#[path = "../exercise.rs"]
-mod exercise;
 #[path = "../taridx_builder.rs"]
 mod builder;
+#[path = "../exercise.rs"]
+mod exercise;
 
 use builder::{RawIndex, Tar};
 
@@ -106,7 +104,16 @@ fn cases() -> Vec<(Case, fn(&TaridxError) -> bool, fn(&TaridxError) -> bool)> {
                 raw.rows[0].offset = raw.rows[2].offset;
             }),
             |e| matches!(problem(e), Some(RowProblem::Key { key, .. }) if key == "b"),
-            |e| matches!(e, TaridxError::RowsShareMember { first: 0, second: 2, .. }),
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::RowsShareMember {
+                        first: 0,
+                        second: 2,
+                        ..
+                    }
+                )
+            },
         ),
         (
             // The same row twice: reads are right, verify refuses the alias.
@@ -121,8 +128,25 @@ fn cases() -> Vec<(Case, fn(&TaridxError) -> bool, fn(&TaridxError) -> bool)> {
             case("members-overlap", |raw, _| {
                 raw.rows[0].size = U64::new(600);
             }),
-            |e| matches!(problem(e), Some(RowProblem::Size { member: 100, row: 600 })),
-            |e| matches!(e, TaridxError::MembersOverlap { first: 0, second: 1, .. }),
+            |e| {
+                matches!(
+                    problem(e),
+                    Some(RowProblem::Size {
+                        member: 100,
+                        row: 600
+                    })
+                )
+            },
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::MembersOverlap {
+                        first: 0,
+                        second: 1,
+                        ..
+                    }
+                )
+            },
         ),
         (
             case("misaligned-offset", |raw, _| {
@@ -156,7 +180,16 @@ fn cases() -> Vec<(Case, fn(&TaridxError) -> bool, fn(&TaridxError) -> bool)> {
                 let last = raw.rows.len() - 1;
                 raw.rows[last].crashid = U32::new(1);
             }),
-            |e| matches!(problem(e), Some(RowProblem::CrashId { row: 1, expected: 0, .. })),
+            |e| {
+                matches!(
+                    problem(e),
+                    Some(RowProblem::CrashId {
+                        row: 1,
+                        expected: 0,
+                        ..
+                    })
+                )
+            },
             |e| matches!(problem(e), Some(RowProblem::CrashId { .. })),
         ),
         (
@@ -210,7 +243,16 @@ fn cases() -> Vec<(Case, fn(&TaridxError) -> bool, fn(&TaridxError) -> bool)> {
             case("fid-out-of-range", |raw, _| {
                 raw.rows[2].fid = U16::new(7);
             }),
-            |e| matches!(e, TaridxError::FidOutOfRange { fid: 7, shards: 1, .. }),
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::FidOutOfRange {
+                        fid: 7,
+                        shards: 1,
+                        ..
+                    }
+                )
+            },
             |e| matches!(e, TaridxError::FidOutOfRange { fid: 7, .. }),
         ),
         (
@@ -283,7 +325,10 @@ fn the_base_fold_reads_and_verifies() {
     let row = dataset.find(&long).unwrap().expect("found by its pax path");
     assert_eq!(dataset.read(&row).unwrap(), b"ccc");
     let gnu = format!("{}d.txt", "gnu/".repeat(40));
-    let row = dataset.find(&gnu).unwrap().expect("found by its GNU long name");
+    let row = dataset
+        .find(&gnu)
+        .unwrap()
+        .expect("found by its GNU long name");
     assert_eq!(dataset.read(&row).unwrap(), b"dddd");
     assert!(dataset.find("placeholder.txt").unwrap().is_none());
 }
@@ -324,7 +369,11 @@ fn the_regression_inputs_are_the_cases() {
         }
         let committed = std::fs::read(&path)
             .unwrap_or_else(|e| panic!("{}: {e} (BINFMT_BLESS=1 writes it)", path.display()));
-        assert!(committed == packed, "{} differs from its case", path.display());
+        assert!(
+            committed == packed,
+            "{} differs from its case",
+            path.display()
+        );
     }
 }
 
@@ -362,17 +411,49 @@ fn shard_cases() -> Vec<(&'static str, Vec<u8>, fn(&TaridxError) -> bool)> {
     huge_pax.block(builder::header(b"././@PaxHeader", 1 << 30, b'x'));
     vec![
         ("gzip-compressed", compressed(&[0x1f, 0x8b, 8, 0]), |e| {
-            matches!(e, TaridxError::CompressedShard { compression: "gzip", .. })
+            matches!(
+                e,
+                TaridxError::CompressedShard {
+                    compression: "gzip",
+                    ..
+                }
+            )
         }),
-        ("zstd-compressed", compressed(&[0x28, 0xb5, 0x2f, 0xfd]), |e| {
-            matches!(e, TaridxError::CompressedShard { compression: "zstd", .. })
-        }),
+        (
+            "zstd-compressed",
+            compressed(&[0x28, 0xb5, 0x2f, 0xfd]),
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::CompressedShard {
+                        compression: "zstd",
+                        ..
+                    }
+                )
+            },
+        ),
         ("bzip2-compressed", compressed(b"BZh91AY&SY"), |e| {
-            matches!(e, TaridxError::CompressedShard { compression: "bzip2", .. })
+            matches!(
+                e,
+                TaridxError::CompressedShard {
+                    compression: "bzip2",
+                    ..
+                }
+            )
         }),
-        ("xz-compressed", compressed(&[0xfd, b'7', b'z', b'X', b'Z', 0]), |e| {
-            matches!(e, TaridxError::CompressedShard { compression: "xz", .. })
-        }),
+        (
+            "xz-compressed",
+            compressed(&[0xfd, b'7', b'z', b'X', b'Z', 0]),
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::CompressedShard {
+                        compression: "xz",
+                        ..
+                    }
+                )
+            },
+        ),
         ("pax-claims-a-gigabyte", huge_pax.finish(), |e| {
             matches!(
                 e,
@@ -382,21 +463,25 @@ fn shard_cases() -> Vec<(&'static str, Vec<u8>, fn(&TaridxError) -> bool)> {
                 } if *size == 1 << 30
             )
         }),
-        ("pax-record-overruns", {
-            let mut tar = Tar::new();
-            tar.block(builder::header(b"././@PaxHeader", 10, b'x'))
-                .data(b"99 path=x\n");
-            tar.file("a.jpg", b"x");
-            tar.finish()
-        }, |e| {
-            matches!(
-                e,
-                TaridxError::Shard {
-                    problem: binfmt_taridx::tar::TarProblem::BadPax { .. },
-                    ..
-                }
-            )
-        }),
+        (
+            "pax-record-overruns",
+            {
+                let mut tar = Tar::new();
+                tar.block(builder::header(b"././@PaxHeader", 10, b'x'))
+                    .data(b"99 path=x\n");
+                tar.file("a.jpg", b"x");
+                tar.finish()
+            },
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::Shard {
+                        problem: binfmt_taridx::tar::TarProblem::BadPax { .. },
+                        ..
+                    }
+                )
+            },
+        ),
     ]
 }
 
@@ -431,7 +516,9 @@ fn shard_rules_have_their_typed_errors() {
             ..
         })
     ));
-    let message = binfmt_taridx::tar::scan(&shard_cases()[0].1).unwrap_err().to_string();
+    let message = binfmt_taridx::tar::scan(&shard_cases()[0].1)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         message,
         "<memory> is gzip-compressed; TARIDX needs uncompressed tar (decompress it first)"
@@ -443,9 +530,21 @@ fn shard_rules_have_their_typed_errors() {
 #[test]
 fn tar_writer_refuses_what_tar_would_misread() {
     let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
-    for name in ["", "/abs.jpg", "a/../b.jpg", "a//b.jpg", "./a.jpg", "dir/", "nul\0.jpg", "back\\slash"] {
+    for name in [
+        "",
+        "/abs.jpg",
+        "a/../b.jpg",
+        "a//b.jpg",
+        "./a.jpg",
+        "dir/",
+        "nul\0.jpg",
+        "back\\slash",
+    ] {
         assert!(
-            matches!(tar.append_bytes(name, b"x"), Err(TaridxError::BadName { .. })),
+            matches!(
+                tar.append_bytes(name, b"x"),
+                Err(TaridxError::BadName { .. })
+            ),
             "{name:?} accepted"
         );
     }
@@ -457,12 +556,20 @@ fn tar_writer_refuses_what_tar_would_misread() {
     // A reader that gives fewer or more bytes than declared.
     assert!(matches!(
         tar.append("short.jpg", 5, &b"abc"[..]),
-        Err(TaridxError::SizeMismatch { declared: 5, actual: 3, .. })
+        Err(TaridxError::SizeMismatch {
+            declared: 5,
+            actual: 3,
+            ..
+        })
     ));
     let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
     assert!(matches!(
         tar.append("long.jpg", 2, &b"abc"[..]),
-        Err(TaridxError::SizeMismatch { declared: 2, actual: 3, .. })
+        Err(TaridxError::SizeMismatch {
+            declared: 2,
+            actual: 3,
+            ..
+        })
     ));
 }
 
@@ -472,7 +579,13 @@ fn tar_writer_refuses_what_tar_would_misread() {
 fn non_regular_shards_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let shards = [dir.path().join("f_0000.tar"), dir.path().join("f_0001.tar")];
-    assert!(std::process::Command::new("mkfifo").arg(&shards[0]).status().unwrap().success());
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&shards[0])
+            .status()
+            .unwrap()
+            .success()
+    );
     std::os::unix::fs::symlink("/dev/zero", &shards[1]).unwrap();
     for shard in &shards {
         let error = binfmt_taridx::index_shards(
@@ -482,7 +595,10 @@ fn non_regular_shards_are_refused() {
         )
         .unwrap_err();
         assert!(
-            matches!(error, TaridxError::Core(binfmt_core::Error::NotRegularFile { .. })),
+            matches!(
+                error,
+                TaridxError::Core(binfmt_core::Error::NotRegularFile { .. })
+            ),
             "{error}"
         );
     }
@@ -496,6 +612,9 @@ fn non_regular_shards_are_refused() {
     let row = dataset.rows()[0];
     assert!(matches!(
         dataset.read(&row),
-        Err(TaridxError::Core(binfmt_core::Error::NotRegularFile { kind: "a FIFO", .. }))
+        Err(TaridxError::Core(binfmt_core::Error::NotRegularFile {
+            kind: "a FIFO",
+            ..
+        }))
     ));
 }
