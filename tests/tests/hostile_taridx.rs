@@ -96,7 +96,10 @@ fn problem(error: &TaridxError) -> Option<&RowProblem> {
 }
 
 /// Every case, with what reading and verifying must say.
-fn cases() -> Vec<(Case, fn(&TaridxError) -> bool, fn(&TaridxError) -> bool)> {
+/// What an error must be.
+type Expect = fn(&TaridxError) -> bool;
+
+fn cases() -> Vec<(Case, Expect, Expect)> {
     vec![
         (
             // A stale index: row 0 moved onto b.jpg (same size, other key).
@@ -401,7 +404,7 @@ fn webdataset_keys_are_recorded_and_used() {
 }
 
 /// Shards the scanner refuses, with their typed error.
-fn shard_cases() -> Vec<(&'static str, Vec<u8>, fn(&TaridxError) -> bool)> {
+fn shard_cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
     let compressed = |magic: &[u8]| {
         let mut bytes = magic.to_vec();
         bytes.resize(1024, 0x55);
