@@ -334,3 +334,38 @@ fn progress_counts_every_entry() {
     .unwrap();
     assert_eq!(seen.take(), [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
 }
+
+/// tskit's tables share stems (`nodes/metadata`, `individuals/metadata`):
+/// glzn's keys refuse them and say to key by the whole path, which works.
+#[test]
+fn tskit_style_keys_need_the_webdataset_key_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("tables.kas");
+    let mut writer = binfmt_kastore::Writer::new();
+    for key in ["nodes/metadata", "individuals/metadata", "nodes/time"] {
+        writer
+            .insert_raw(key, binfmt_kastore::ItemType::Uint8, key.as_bytes())
+            .unwrap();
+    }
+    writer.write_file(&store).unwrap();
+    let glzn = dir.path().join("glzn/t.taridx");
+    let error = convert(&store, &glzn, Format::Taridx, &ConvertOptions::default()).unwrap_err();
+    assert!(
+        error.contains("\"individuals/metadata\"")
+            && error.contains("\"nodes/metadata\"")
+            && error.contains("--taridx-keys webdataset"),
+        "{error}"
+    );
+    let wds = dir.path().join("wds/t.taridx");
+    let options = ConvertOptions {
+        taridx_keys: binfmt_taridx::KeyRule::WebDataset,
+        ..ConvertOptions::default()
+    };
+    convert(&store, &wds, Format::Taridx, &options).unwrap();
+    let back = open(&wds).unwrap();
+    assert_eq!(
+        back.read("individuals/metadata").unwrap(),
+        b"individuals/metadata"
+    );
+    assert_eq!(back.list().unwrap().len(), 3);
+}

@@ -144,8 +144,8 @@ pub struct SampleWriter {
 }
 
 impl SampleWriter {
-    /// Starts fold `fold` in `dir`: shards `DIR/FOLD_NNNN.tar`, index
-    /// `DIR/FOLD.taridx`. Refuses a fold whose shards already exist (they
+    /// Starts fold `fold` in `dir` (created if missing): shards
+    /// `DIR/FOLD_NNNN.tar`, index `DIR/FOLD.taridx`. Refuses a fold whose shards already exist (they
     /// would join the new fold when it is opened) and a fold name that is
     /// empty or holds `/`, `\` or NUL. (glzn's directory loader also needs
     /// fold names without `_`; this project's fold convention does not.)
@@ -157,6 +157,7 @@ impl SampleWriter {
                 why: "a fold name must be non-empty, without '/', '\\' or NUL",
             });
         }
+        std::fs::create_dir_all(dir).map_err(|error| binfmt_core::Error::io(dir, error))?;
         if let Ok(existing) = fold_shards(dir, fold) {
             return Err(TaridxError::FoldExists {
                 fold: fold.to_owned(),
