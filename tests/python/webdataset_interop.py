@@ -1,8 +1,11 @@
 """webdataset's side of the TARIDX interop tests.
 
-    write DIR PATTERN COUNT MAXCOUNT   ShardWriter writes COUNT samples into
+    write DIR PATTERN COUNT MAXCOUNT [plain]
+                                       ShardWriter writes COUNT samples into
                                        DIR/PATTERN (e.g. src_%04d.tar) and
-                                       DIR/samples.json lists them
+                                       DIR/samples.json lists them; "plain":
+                                       short ASCII keys only, integer mtime
+                                       (no pax headers)
     read DIR GLOB OUT.json             WebDataset reads the shards DIR/GLOB
                                        (sorted) back: OUT.json lists each
                                        shard's samples
@@ -21,10 +24,12 @@ import sys
 import webdataset as wds
 
 
-def samples(count):
+def samples(count, plain=False):
     out = []
     for i in range(count):
-        if i % 10 == 3:
+        if plain:
+            key = f"{'cat' if i % 2 else 'dog'}/{i:05d}"
+        elif i % 10 == 3:
             key = "deep/" * 30 + f"long{i:04d}"
         elif i % 10 == 7:
             key = f"caf\u00e9/\u65e5\u672c{i:04d}"
@@ -45,10 +50,11 @@ def as_json(sample):
     return {k: (v if k == "__key__" else v.hex()) for k, v in sample.items()}
 
 
-def write(out_dir, pattern, count, maxcount):
+def write(out_dir, pattern, count, maxcount, plain=False):
     os.makedirs(out_dir, exist_ok=True)
-    all_samples = samples(count)
-    with wds.ShardWriter(os.path.join(out_dir, pattern), maxcount=maxcount, verbose=0) as sink:
+    all_samples = samples(count, plain)
+    extra = {"mtime": 1700000000} if plain else {}
+    with wds.ShardWriter(os.path.join(out_dir, pattern), maxcount=maxcount, verbose=0, **extra) as sink:
         for sample in all_samples:
             sink.write(sample)
     with open(os.path.join(out_dir, "samples.json"), "w", encoding="utf-8") as f:
@@ -85,7 +91,7 @@ def pack(tree, count):
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "write":
-        write(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+        write(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:] == ["plain"])
     elif mode == "read":
         read(sys.argv[2], sys.argv[3], sys.argv[4])
     elif mode == "pack":

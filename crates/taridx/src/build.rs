@@ -298,7 +298,7 @@ pub fn index_shards(
     };
     let scan_all = || shards.par_iter().map(scan_one).collect::<Result<Vec<_>>>();
     let scanned = match options.jobs {
-        Some(jobs) => with_threads(jobs, scan_all)??,
+        Some(jobs) => with_threads(jobs, scan_all)?,
         None => scan_all()?,
     };
     let mut builder = IndexBuilder::new(rule);
@@ -317,13 +317,13 @@ pub fn index_shards(
 /// Runs `work` on a pool of `jobs` threads (at least one); when no pool can
 /// be made, on the calling thread (same result: the thread count never
 /// changes what is computed).
-pub(crate) fn with_threads<T: Send>(jobs: usize, work: impl FnOnce() -> T + Send) -> Result<T> {
+pub(crate) fn with_threads<T: Send>(jobs: usize, work: impl FnOnce() -> T + Send) -> T {
     match rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
     {
-        Ok(pool) => Ok(pool.install(work)),
-        Err(_) => Ok(work()),
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
     }
 }
 

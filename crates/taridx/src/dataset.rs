@@ -32,6 +32,10 @@ pub struct DatasetOptions {
     /// instead of reading them by `pread` (the default: memory holds only
     /// what is read).
     pub map_shards: bool,
+    /// [`Dataset::open_fold_with`] indexes a fold that has no index yet
+    /// (glzn's `parse_if_missing`, for the one fold asked for), with these
+    /// options, and writes its index. Off by default.
+    pub index_if_missing: Option<crate::IndexOptions>,
 }
 
 impl Default for DatasetOptions {
@@ -39,6 +43,7 @@ impl Default for DatasetOptions {
         Self {
             open_shards: DEFAULT_OPEN_SHARDS,
             map_shards: false,
+            index_if_missing: None,
         }
     }
 }
@@ -60,6 +65,13 @@ impl DatasetOptions {
     #[must_use]
     pub fn map_shards(mut self, map_shards: bool) -> Self {
         self.map_shards = map_shards;
+        self
+    }
+
+    /// Sets [`DatasetOptions::index_if_missing`].
+    #[must_use]
+    pub fn index_if_missing(mut self, options: Option<crate::IndexOptions>) -> Self {
+        self.index_if_missing = options;
         self
     }
 }
@@ -103,18 +115,23 @@ impl Dataset<ByteSource> {
         Self::open_fold_with(root, fold, DatasetOptions::default())
     }
 
-    /// [`Dataset::open_fold`] with options.
+    /// [`Dataset::open_fold`] with options; with
+    /// [`DatasetOptions::index_if_missing`], a fold without an index is
+    /// indexed first.
     pub fn open_fold_with(
         root: impl AsRef<Path>,
         fold: &str,
         options: DatasetOptions,
     ) -> Result<Self> {
         let root = root.as_ref();
-        Self::open_with(
-            fold_index_path(root, fold),
-            &fold_shards(root, fold)?,
-            options,
-        )
+        let index = fold_index_path(root, fold);
+        let shards = fold_shards(root, fold)?;
+        if let Some(index_options) = options.index_if_missing
+            && !index.exists()
+        {
+            crate::build::write_index(&shards, &index, index_options, || {})?;
+        }
+        Self::open_with(index, &shards, options)
     }
 
     /// Opens an index and its shards, given in fid order. No shard is

@@ -40,6 +40,8 @@
 pub mod build;
 mod dataset;
 mod error;
+pub mod folds;
+pub mod foreign;
 pub mod format;
 mod index;
 pub mod keys;

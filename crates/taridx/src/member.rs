@@ -44,6 +44,11 @@ pub struct MemberInfo {
     pub size: u64,
     /// Whether the name came from a pax or GNU long-name record.
     pub from_record: bool,
+    /// Where the member's first block is: its first pax or GNU record, or
+    /// its header.
+    pub first_block: u64,
+    /// The header's mode, owner and time fields.
+    pub metadata: tar::HeaderMetadata,
 }
 
 /// Why a member check failed before the row's own fields were compared.
@@ -137,6 +142,8 @@ pub(crate) fn check_member_with<S: Source + ?Sized>(
         name: String::from_utf8_lossy(&name).into_owned(),
         size: member_size,
         from_record,
+        first_block: offset - preceding.records_len as u64,
+        metadata: header.metadata(),
     })
 }
 

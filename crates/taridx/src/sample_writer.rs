@@ -189,6 +189,22 @@ impl SampleWriter {
     /// `/`), extensions must be distinct and non-empty, and a key is
     /// written once.
     pub fn write(&mut self, key: &str, members: &[(&str, &[u8])]) -> Result<()> {
+        self.write_streams(
+            key,
+            members
+                .iter()
+                .map(|&(extension, bytes)| (extension.to_owned(), bytes.len() as u64, bytes))
+                .collect(),
+        )
+    }
+
+    /// [`SampleWriter::write`] with each member's bytes read from a reader
+    /// that gives exactly `size` bytes: `(ext, size, reader)`.
+    pub fn write_streams<R: Read>(
+        &mut self,
+        key: &str,
+        members: Vec<(String, u64, R)>,
+    ) -> Result<()> {
         let bad = |why: String| TaridxError::BadSample {
             key: key.to_owned(),
             why,
@@ -198,8 +214,8 @@ impl SampleWriter {
         }
         let mut extensions = HashSet::new();
         let mut sources = Vec::with_capacity(members.len());
-        for &(extension, bytes) in members {
-            let extension = extension.strip_prefix('.').unwrap_or(extension);
+        for (extension, size, data) in members {
+            let extension = extension.strip_prefix('.').unwrap_or(&extension);
             if extension.is_empty() || !extensions.insert(extension.to_lowercase()) {
                 return Err(bad(format!(
                     "extension {extension:?} is empty or appears twice"
@@ -215,11 +231,7 @@ impl SampleWriter {
                     self.options.key_rule.name()
                 )));
             }
-            sources.push(MemberSource {
-                name,
-                size: bytes.len() as u64,
-                data: bytes,
-            });
+            sources.push(MemberSource { name, size, data });
         }
         if !self.keys.insert(key.to_owned()) {
             return Err(bad("the key was already written".into()));

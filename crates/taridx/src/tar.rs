@@ -82,6 +82,17 @@ impl<'a> HeaderBlock<'a> {
         parse_numeric(self.field(SIZE))
     }
 
+    /// The mode, uid, gid and mtime fields (0 where one does not parse).
+    pub fn metadata(&self) -> HeaderMetadata {
+        let number = |range: Range<usize>| parse_numeric(self.field(range)).unwrap_or(0);
+        HeaderMetadata {
+            mode: number(100..108),
+            uid: number(108..116),
+            gid: number(116..124),
+            mtime: number(136..148),
+        }
+    }
+
     /// The name the header itself holds: the POSIX ustar prefix and name
     /// joined by `/`, or the name field alone (GNU and v7 headers have no
     /// prefix field). GNU long names and pax paths are not seen here.
@@ -94,6 +105,19 @@ impl<'a> HeaderBlock<'a> {
             name.to_vec()
         }
     }
+}
+
+/// The ownership, permission and time fields of a header.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeaderMetadata {
+    /// Permission bits (and any others the header stores).
+    pub mode: u64,
+    /// Owner id.
+    pub uid: u64,
+    /// Group id.
+    pub gid: u64,
+    /// Modification time, seconds since the epoch.
+    pub mtime: u64,
 }
 
 /// Whether `block` stores the checksum of its own bytes. Accepts the
@@ -392,6 +416,9 @@ pub struct Preceding {
     pub name: Option<Vec<u8>>,
     /// The size from a pax `size` record.
     pub size: Option<u64>,
+    /// How many bytes before the header the first record starts (0 when
+    /// there is none): the member's first block is that far back.
+    pub records_len: usize,
 }
 
 /// The most metadata records looked for before one header (a GNU long
@@ -437,7 +464,10 @@ pub fn preceding_records(before: &[u8]) -> Result<Preceding, TarProblem> {
         }
         break;
     }
-    let mut preceding = Preceding::default();
+    let mut preceding = Preceding {
+        records_len: before.len() - before.len() % BLOCK_SIZE - end,
+        ..Preceding::default()
+    };
     for (typeflag, data) in records.into_iter().rev() {
         if matches!(typeflag, b'x' | b'L') {
             apply_record(typeflag, data, &mut preceding.name, &mut preceding.size)?;
