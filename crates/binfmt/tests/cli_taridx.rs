@@ -196,7 +196,7 @@ fn errors_and_exit_codes() {
 
 #[test]
 fn every_subcommand_has_examples() {
-    for command in ["index", "info", "get"] {
+    for command in ["index", "info", "get", "status", "pack", "export", "import"] {
         assert!(
             text(&binfmt(&["taridx", command, "--help"]).stdout).contains("Examples:"),
             "{command}"

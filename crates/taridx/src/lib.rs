@@ -10,7 +10,7 @@
 //! └─────────────────┴─────────────────┴───────────────────┴─────────────────┘
 //! ```
 //!
-//! - [`format`]: the header and row layouts;
+//! - [`format`](mod@format): the header and row layouts;
 //! - [`keys`]: how member names become sample keys ([`KeyRule`]);
 //! - [`tar`]: header blocks and the header-only shard scan; [`TarWriter`]
 //!   writes deterministic ustar/pax shards;
