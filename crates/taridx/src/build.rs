@@ -132,7 +132,13 @@ impl IndexBuilder {
             Some(_) => match self.crash_ids.get(&stem) {
                 Some(&id) => id,
                 None => {
-                    let id = self.crash_stems.len() as u32 + 1;
+                    let id = u32::try_from(self.crash_stems.len() + 1).map_err(|_| {
+                        binfmt_core::Error::LimitExceeded {
+                            what: "taridx crash stems (crashid is 32 bits)".into(),
+                            value: self.crash_stems.len() as u64 + 1,
+                            limit: u32::MAX.into(),
+                        }
+                    })?;
                     self.crash_ids.insert(stem.clone(), id);
                     self.crash_stems.push(stem);
                     id

@@ -471,7 +471,8 @@ pub fn export_ratarmount<S: Source>(dataset: &Dataset<S>, fid: u16, out: &Path) 
 /// payload offsets (`offset − 512`). No shard is read.
 pub fn read_ratarmount(index: &Path) -> Result<Vec<Member>> {
     let failed = sql(index);
-    if !index.is_file() {
+    // SQLite would create a missing file, and block on a FIFO.
+    if !std::fs::metadata(index).with_path(index)?.is_file() {
         return Err(binfmt_core::Error::NotRegularFile {
             path: index.to_owned(),
             kind: "not a regular file",
