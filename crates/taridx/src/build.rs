@@ -349,7 +349,8 @@ pub fn write_index(
 /// The shards of `fold` in `root` by the reference's convention: files
 /// `{fold}_{shard}.tar` whose `{shard}` has no `_`, sorted by `{shard}`.
 /// An empty `root` (the parent of a bare file name) is the current directory.
-pub fn fold_shards(root: &Path, fold: &str) -> Result<Vec<PathBuf>> {
+pub fn fold_shards(root: impl AsRef<Path>, fold: &str) -> Result<Vec<PathBuf>> {
+    let root = root.as_ref();
     let root = if root.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -383,18 +384,19 @@ pub fn fold_shards(root: &Path, fold: &str) -> Result<Vec<PathBuf>> {
 }
 
 /// The index path of `fold` in `root`: `ROOT/FOLD.taridx`.
-pub fn fold_index_path(root: &Path, fold: &str) -> PathBuf {
-    root.join(format!("{fold}.taridx"))
+pub fn fold_index_path(root: impl AsRef<Path>, fold: &str) -> PathBuf {
+    root.as_ref().join(format!("{fold}.taridx"))
 }
 
 /// Indexes the shards of `fold` in `root` and writes `ROOT/FOLD.taridx`;
 /// returns its path. A corrupt or truncated shard leaves no index behind.
 pub fn index_fold(
-    root: &Path,
+    root: impl AsRef<Path>,
     fold: &str,
     options: IndexOptions,
     on_shard_done: impl Fn() + Sync,
 ) -> Result<PathBuf> {
+    let root = root.as_ref();
     let shards = fold_shards(root, fold)?;
     let builder = index_shards(&shards, options, on_shard_done)?;
     let path = fold_index_path(root, fold);

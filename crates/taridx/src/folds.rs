@@ -48,7 +48,8 @@ pub enum FoldState {
 
 /// The folds under `root`, sorted by name, each with its shards in fid
 /// order.
-pub fn discover(root: &Path) -> Result<Vec<Fold>> {
+pub fn discover(root: impl AsRef<Path>) -> Result<Vec<Fold>> {
+    let root = root.as_ref();
     let dir = if root.as_os_str().is_empty() {
         Path::new(".")
     } else {

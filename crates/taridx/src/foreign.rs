@@ -67,9 +67,10 @@ fn relative_to(path: &Path, dir: &Path) -> String {
 pub fn wids_shard_list<S: Source>(
     index: &Index<S>,
     shards: &[PathBuf],
-    list_dir: &Path,
+    list_dir: impl AsRef<Path>,
     name: &str,
 ) -> Result<Value> {
+    let list_dir = list_dir.as_ref();
     let rows = index.rows()?;
     let mut list = Vec::with_capacity(shards.len());
     for (fid, shard) in shards.iter().enumerate() {
@@ -95,7 +96,8 @@ pub fn wids_shard_list<S: Source>(
 /// (relative to the list's directory; the top-level `base` is ignored, as
 /// wids ignores it), with their `nsamples`. Only local shards: a URL with a
 /// scheme other than `file` is refused, as are `datasets` components.
-pub fn read_wids_shard_list(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
+pub fn read_wids_shard_list(path: impl AsRef<Path>) -> Result<Vec<(PathBuf, u64)>> {
+    let path = path.as_ref();
     let bytes = std::fs::read(path).with_path(path)?;
     let list: Value =
         serde_json::from_slice(&bytes).map_err(|error| foreign(path, error.to_string()))?;
@@ -152,7 +154,8 @@ pub fn read_wids_shard_list(path: &Path) -> Result<Vec<(PathBuf, u64)>> {
 /// at its first `.` that is not its first character, plus `.idx`
 /// (`train_0000.tar` → `train_0000.idx`). (A basename with no such dot
 /// keeps its whole name, where `wds2idx` drops its last character.)
-pub fn dali_index_name(shard: &Path) -> String {
+pub fn dali_index_name(shard: impl AsRef<Path>) -> String {
+    let shard = shard.as_ref();
     let base = shard
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -220,7 +223,12 @@ pub fn dali_index<S: Source>(dataset: &Dataset<S>, fid: u16, with_names: bool) -
 /// one header read per member). Follows DALI's reader: a version of `v1.1`
 /// or `v1.2`, a sample count above 0, exactly that many lines of
 /// components, payload offsets on 512-byte boundaries inside the shard.
-pub fn read_dali_index(idx: &Path, text: &str, shard: &dyn Source) -> Result<Vec<Member>> {
+pub fn read_dali_index(
+    idx: impl AsRef<Path>,
+    text: &str,
+    shard: &dyn Source,
+) -> Result<Vec<Member>> {
+    let idx = idx.as_ref();
     let mut lines = text.lines();
     let first = lines.next().unwrap_or_default();
     let mut head = first.split_whitespace();
@@ -332,8 +340,8 @@ END;
 "#;
 
 /// Where ratarmount looks for a shard's index first: `<shard>.index.sqlite`.
-pub fn ratarmount_index_path(shard: &Path) -> PathBuf {
-    let mut path = shard.as_os_str().to_owned();
+pub fn ratarmount_index_path(shard: impl AsRef<Path>) -> PathBuf {
+    let mut path = shard.as_ref().as_os_str().to_owned();
     path.push(".index.sqlite");
     PathBuf::from(path)
 }
@@ -366,7 +374,12 @@ fn sql(file: &Path) -> impl Fn(rusqlite::Error) -> TaridxError + '_ {
 /// header, checked against its row) and per implied parent directory, and
 /// the metadata ratarmount checks (`backendName`, the shard's size and
 /// mtime in `tarstats`).
-pub fn export_ratarmount<S: Source>(dataset: &Dataset<S>, fid: u16, out: &Path) -> Result<()> {
+pub fn export_ratarmount<S: Source>(
+    dataset: &Dataset<S>,
+    fid: u16,
+    out: impl AsRef<Path>,
+) -> Result<()> {
+    let out = out.as_ref();
     let shard_path = dataset.shards().set().name(fid);
     let shard_meta = std::fs::metadata(&shard_path).with_path(&shard_path)?;
     let mtime = shard_meta
@@ -469,7 +482,8 @@ pub fn export_ratarmount<S: Source>(dataset: &Dataset<S>, fid: u16, out: &Path) 
 /// The regular-file members a ratarmount SQLite index lists, in header
 /// order: names joined from `path` and `name`, header offsets from the
 /// payload offsets (`offset − 512`). No shard is read.
-pub fn read_ratarmount(index: &Path) -> Result<Vec<Member>> {
+pub fn read_ratarmount(index: impl AsRef<Path>) -> Result<Vec<Member>> {
+    let index = index.as_ref();
     let failed = sql(index);
     // SQLite would create a missing file, and block on a FIFO.
     if !std::fs::metadata(index).with_path(index)?.is_file() {

@@ -179,7 +179,8 @@ impl OpenShards {
 }
 
 /// Checks that `output` is none of `inputs` ([`binfmt_core::same_file`]).
-pub fn check_not_input(output: &Path, inputs: &[PathBuf]) -> Result<()> {
+pub fn check_not_input(output: impl AsRef<Path>, inputs: &[PathBuf]) -> Result<()> {
+    let output = output.as_ref();
     match inputs
         .iter()
         .find(|input| binfmt_core::same_file(output, input))
