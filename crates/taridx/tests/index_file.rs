@@ -165,7 +165,7 @@ fn row_checks_are_made_by_verify() {
         })
     ));
 
-    let shards = ShardFiles::new(fold_shards(&fixture("reference/taridx"), "golden").unwrap());
+    let shards = ShardFiles::new(fold_shards(fixture("reference/taridx"), "golden").unwrap());
     let index = Index::new(patched(row(5, 0), &7u16.to_le_bytes())).unwrap();
     assert!(matches!(
         index.verify(Some(&shards)),
@@ -307,7 +307,7 @@ fn lookup_by_stem_and_member_names() {
     );
     assert!(dataset.lookup("nope").is_empty());
     assert_eq!(
-        fold_shards(&fixture("reference/taridx"), "golden")
+        fold_shards(fixture("reference/taridx"), "golden")
             .unwrap()
             .len(),
         3

@@ -54,7 +54,7 @@ fn the_golden_indexes_read_and_verify() {
     );
     assert_eq!(golden.n_stems(), 8);
     assert!(golden.is_contiguous());
-    let shards = fold_shards(&fixture("reference/taridx"), "golden").unwrap();
+    let shards = fold_shards(fixture("reference/taridx"), "golden").unwrap();
     golden.verify(Some(&ShardFiles::new(shards))).unwrap();
 
     let mixed = Index::open(fixture("reference/taridx/mixed.taridx")).unwrap();
@@ -64,7 +64,7 @@ fn the_golden_indexes_read_and_verify() {
 
 #[test]
 fn any_thread_count_gives_the_same_bytes() {
-    let shards = fold_shards(&fixture("reference/taridx"), "golden").unwrap();
+    let shards = fold_shards(fixture("reference/taridx"), "golden").unwrap();
     let serial = index_shards(&shards, IndexOptions::new().jobs(Some(1)), || {})
         .unwrap()
         .to_bytes();

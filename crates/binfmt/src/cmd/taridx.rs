@@ -536,9 +536,8 @@ fn export(args: &ExportArgs) -> CommandResult {
                 let fid = u16::try_from(fid).map_err(|e| e.to_string())?;
                 let dir = beside(shard);
                 std::fs::create_dir_all(&dir).map_err(|e| output::about(&dir, e))?;
-                let path = foreign::ratarmount_index_path(
-                    &dir.join(shard.file_name().unwrap_or_default()),
-                );
+                let path =
+                    foreign::ratarmount_index_path(dir.join(shard.file_name().unwrap_or_default()));
                 foreign::export_ratarmount(&dataset, fid, &path).map_err(failed(&args.index))?;
                 eprintln!("wrote {}", path.display());
             }
@@ -592,7 +591,7 @@ fn import(args: &ImportArgs) -> CommandResult {
                     foreign::read_dali_index(&idx, &text, &source).map_err(failed(&idx))?
                 } else {
                     let sqlite = foreign::ratarmount_index_path(
-                        &dir.join(shard.file_name().unwrap_or_default()),
+                        dir.join(shard.file_name().unwrap_or_default()),
                     );
                     foreign::read_ratarmount(&sqlite).map_err(failed(&sqlite))?
                 };
