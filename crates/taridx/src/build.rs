@@ -223,6 +223,47 @@ impl IndexBuilder {
     }
 }
 
+/// An index written to any `Write`: rows added member by member, the file
+/// written by [`IndexWriter::finish`], which returns the writer (the index
+/// needs every row before its header, so nothing is written until then).
+///
+/// # Examples
+///
+/// ```
+/// use binfmt_taridx::{IndexWriter, KeyRule, tar::Member};
+///
+/// let mut writer = IndexWriter::new(Vec::new(), KeyRule::Glzn);
+/// writer.add(0, Member { offset: 0, size: 3, name: b"s/000001.jpg".to_vec() })?;
+/// let bytes: Vec<u8> = writer.finish()?;
+/// assert_eq!(binfmt_taridx::Index::new(bytes)?.num_rows(), 1);
+/// # Ok::<(), binfmt_taridx::TaridxError>(())
+/// ```
+#[derive(Debug)]
+pub struct IndexWriter<W: Write> {
+    out: W,
+    builder: IndexBuilder,
+}
+
+impl<W: Write> IndexWriter<W> {
+    /// An index for `out` whose keys follow `rule`.
+    pub fn new(out: W, rule: KeyRule) -> Self {
+        Self {
+            out,
+            builder: IndexBuilder::new(rule),
+        }
+    }
+
+    /// Adds the row of one member of shard `fid`.
+    pub fn add(&mut self, fid: u16, member: Member) -> Result<()> {
+        self.builder.add(fid, member)
+    }
+
+    /// Writes the index and returns the writer.
+    pub fn finish(self) -> Result<W> {
+        self.builder.write_to(self.out)
+    }
+}
+
 /// The four regions of an index file, in order.
 struct Parts<'a> {
     header: Header,
