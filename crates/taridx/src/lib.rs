@@ -24,7 +24,7 @@
 //! use std::io::Read;
 //! use binfmt_taridx::{Dataset, IndexOptions, index_fold};
 //!
-//! index_fold("shards".as_ref(), "train", IndexOptions::default(), || {})?;
+//! index_fold("shards", "train", IndexOptions::default(), || {})?;
 //! let mut dataset = Dataset::open_fold("shards", "train")?;
 //! dataset.filter_extensions(&["jpg", "cls"])?;
 //! dataset.enforce_contiguous();
