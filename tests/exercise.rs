@@ -7,28 +7,33 @@
 #![allow(dead_code)]
 
 /// ARCX, either dialect: open, read every file (blocks checked by CRC32,
-/// files by SHA-256), verify.
+/// files by SHA-256) through the streaming reader, then verify.
 pub fn read_arcx(bytes: Vec<u8>) -> Result<(), String> {
     let archive = binfmt_arcx::Archive::new(bytes).map_err(|e| e.to_string())?;
-    let paths: Vec<String> = archive
-        .manifest()
-        .files
-        .iter()
-        .map(|file| file.path.clone())
-        .collect();
-    for path in paths {
-        archive.read(&path).map_err(|e| e.to_string())?;
+    for file in archive.files() {
+        let mut reader = archive.reader_for(file);
+        std::io::copy(&mut reader, &mut std::io::sink()).map_err(|e| e.to_string())?;
     }
-    archive.verify().map_err(|e| e.to_string())
+    std::hint::black_box(archive.total_size().map_err(|e| e.to_string())?);
+    archive.verify().map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// KAST: open (every descriptor checked), then every array's bytes and
-/// its typed values.
+/// its typed values, in memory and through a positional source.
 pub fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
+    let cursor = binfmt_core::SeekSource::new(std::io::Cursor::new(bytes.clone()), "fuzz")
+        .map_err(|e| e.to_string())?;
+    let by_offset = binfmt_kastore::Store::new(cursor).map_err(|e| e.to_string())?;
     let store = binfmt_kastore::Store::new(bytes).map_err(|e| e.to_string())?;
-    for item in store.items() {
-        let sum: u64 = item.le_bytes().iter().map(|&b| u64::from(b)).sum();
+    for (item, positional) in store.items().zip(by_offset.items()) {
+        let bytes = item.le_bytes().map_err(|e| e.to_string())?;
+        let sum: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
         std::hint::black_box(sum);
+        std::io::copy(
+            &mut positional.reader().map_err(|e| e.to_string())?,
+            &mut std::io::sink(),
+        )
+        .map_err(|e| e.to_string())?;
         let typed = match item.item_type() {
             binfmt_kastore::ItemType::Int8 => item.values::<i8>().map(|v| v.len()),
             binfmt_kastore::ItemType::Uint8 => item.values::<u8>().map(|v| v.len()),
@@ -39,7 +44,7 @@ pub fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
             binfmt_kastore::ItemType::Int64 => item.values::<i64>().map(|v| v.len()),
             binfmt_kastore::ItemType::Uint64 => item.values::<u64>().map(|v| v.len()),
             binfmt_kastore::ItemType::Float32 => item.values::<f32>().map(|v| v.len()),
-            binfmt_kastore::ItemType::Float64 => item.values::<f64>().map(|v| v.len()),
+            _ => item.values::<f64>().map(|v| v.len()),
         };
         std::hint::black_box(typed.map_err(|e| e.to_string())?);
     }

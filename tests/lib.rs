@@ -1,6 +1,7 @@
 //! Cross-crate and interop tests of the binfmt workspace; the tests live in
 //! `tests/tests/`, this library holds what they share.
 
+#![deny(missing_docs)]
 // Test support: a panic here is a failed test, not a crash on user input.
 #![allow(clippy::panic)]
 
@@ -38,12 +39,21 @@ pub mod interop {
         None
     }
 
-    /// The Python interpreter with the `kastore` package:
+    /// Where `.ci/setup-interop` installs: under the build directory.
+    fn installed(relative: &str) -> PathBuf {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| super::workspace_root().join("target"))
+            .join("interop")
+            .join(relative)
+    }
+
+    /// The Python interpreter with the reference packages:
     /// `$BINFMT_PYTHON`, or the venv `.ci/setup-interop` makes.
     pub fn python() -> Option<PathBuf> {
         let path = std::env::var_os("BINFMT_PYTHON")
             .map(PathBuf::from)
-            .unwrap_or_else(|| super::workspace_root().join("target/interop/venv/bin/python"));
+            .unwrap_or_else(|| installed("venv/bin/python"));
         if path.exists() {
             Some(path)
         } else {
@@ -56,7 +66,7 @@ pub mod interop {
     pub fn arcx() -> Option<PathBuf> {
         let path = std::env::var_os("BINFMT_ARCX")
             .map(PathBuf::from)
-            .unwrap_or_else(|| super::workspace_root().join("target/interop/cargo/bin/arcx"));
+            .unwrap_or_else(|| installed("cargo/bin/arcx"));
         if path.exists() {
             Some(path)
         } else {
@@ -84,6 +94,14 @@ pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Byte-exact writers of hostile files, one per format: every field from a
+/// value the test chooses, checksums right, so one meaning changes at a time.
+pub mod build {
+    pub mod arcx;
+    pub mod kast;
+    pub mod taridx;
+}
+
 /// Measuring the memory a piece of code allocates.
 ///
 /// A test binary that wants measurements installs the meter as its
@@ -94,9 +112,11 @@ pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
 /// static METER: binfmt_tests::memory::Meter = binfmt_tests::memory::Meter;
 /// ```
 ///
-/// then wraps each measured operation in [`memory::measure`], which runs one
-/// measurement at a time in the process and reports the peak of live heap
-/// bytes above the level at its start, and the largest single allocation.
+/// then starts each test with `let _alone = memory::serial();` (the counters
+/// are process-wide, so tests of that binary must not run side by side) and
+/// wraps each measured operation in [`memory::measure`], which reports the
+/// peak of live heap bytes above the level at its start, and the largest
+/// single allocation.
 pub mod memory {
     // The meter forwards to the system allocator.
     #![allow(unsafe_code)]
@@ -158,12 +178,17 @@ pub mod memory {
         pub largest: usize,
     }
 
-    /// Runs `f` alone (one measurement at a time in the process) and
-    /// reports its heap usage; zero unless [`Meter`] is the allocator.
-    pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Usage) {
-        let _alone = ONE_AT_A_TIME
+    /// Holds every other test that calls it until dropped: measurements
+    /// count the whole process.
+    pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` and reports its heap usage (zero unless [`Meter`] is the
+    /// allocator); hold [`serial`] around it.
+    pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Usage) {
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         LARGEST.store(0, Ordering::Relaxed);

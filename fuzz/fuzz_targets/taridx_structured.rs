@@ -9,12 +9,10 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use binfmt_core::layout::{U16, U32, U64};
+use binfmt_tests::build::taridx as builder;
 
 #[path = "../../tests/exercise.rs"]
 mod exercise;
-#[path = "../../tests/taridx_builder.rs"]
-mod builder;
 
 #[derive(Debug, Arbitrary)]
 enum Name {
@@ -117,7 +115,7 @@ fn shard(pieces: &[Piece]) -> Vec<u8> {
     tar.finish()
 }
 
-fn row(rows: &mut [binfmt_taridx::Row], at: u8) -> Option<&mut binfmt_taridx::Row> {
+fn row(rows: &mut [builder::RawRow], at: u8) -> Option<&mut builder::RawRow> {
     let len = rows.len();
     (len > 0).then(|| &mut rows[usize::from(at) % len])
 }
@@ -136,7 +134,6 @@ libfuzzer_sys::fuzz_target!(|fold: Fold| {
         }
     }
     let mut raw = builder::RawIndex::parse(&index.to_bytes());
-    raw.fixed_counts = false;
     for edit in fold.edits.iter().take(8) {
         match *edit {
             Edit::Alias { row: a, to } => {
@@ -151,32 +148,32 @@ libfuzzer_sys::fuzz_target!(|fold: Fold| {
             }
             Edit::Offset { row: at, delta } => {
                 if let Some(r) = row(&mut raw.rows, at) {
-                    r.offset = U64::new(r.offset.get().wrapping_add_signed(i64::from(delta)));
+                    r.offset = r.offset.wrapping_add_signed(i64::from(delta));
                 }
             }
             Edit::Size { row: at, size } => {
                 if let Some(r) = row(&mut raw.rows, at) {
-                    r.size = U64::new(size);
+                    r.size = size;
                 }
             }
             Edit::Ext { row: at, extid } => {
                 if let Some(r) = row(&mut raw.rows, at) {
-                    r.extid = U16::new(extid);
+                    r.extid = extid;
                 }
             }
             Edit::Crash { row: at, crashid } => {
                 if let Some(r) = row(&mut raw.rows, at) {
-                    r.crashid = U32::new(crashid);
+                    r.crashid = crashid;
                 }
             }
             Edit::Key { row: at, keyhash } => {
                 if let Some(r) = row(&mut raw.rows, at) {
-                    r.keyhash = U64::new(keyhash);
+                    r.keyhash = keyhash;
                 }
             }
             Edit::Fid { row: at, fid } => {
                 if let Some(r) = row(&mut raw.rows, at) {
-                    r.fid = U16::new(fid);
+                    r.fid = fid;
                 }
             }
             Edit::Duplicate { row: at } => {
@@ -193,13 +190,13 @@ libfuzzer_sys::fuzz_target!(|fold: Fold| {
             Edit::CrashLines { lines, count } => {
                 let lines = (lines % (1 << 20)) as usize;
                 raw.crash_block = b"\n".repeat(lines);
-                raw.header.n_crash = U32::new(count);
+                raw.header.n_crash = count;
             }
             Edit::ExtLines { lines, count } => {
                 raw.ext_block = b"jpg\n".repeat(usize::from(lines));
-                raw.header.n_ext = U32::new(count);
+                raw.header.n_ext = count;
             }
-            Edit::Stems(n) => raw.header.n_stems = U64::new(n),
+            Edit::Stems(n) => raw.header.n_stems = n,
             Edit::Flags(flags) => raw.header.flags = flags,
         }
     }

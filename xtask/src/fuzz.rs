@@ -8,14 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
-const TARGETS: [(&str, &[&str]); 7] = [
+/// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `kast_items`) take no file
+/// seeds: their input is the structure's `arbitrary` encoding.
+const TARGETS: [(&str, &[&str]); 9] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
-    // Structure-aware: its inputs are `arbitrary` choices, not files.
     ("taridx_structured", &[]),
     ("arcx", &["arcx"]),
+    ("arcx_manifest", &[]),
     ("par4", &["par4"]),
     ("kast", &["kas", "trees"]),
+    ("kast_items", &[]),
     ("open_any", &["taridx", "tar", "arcx", "par4", "kas"]),
 ];
 
@@ -51,6 +54,8 @@ pub fn run(root: &Path, seconds: u64, only: &[String]) -> Result<(), String> {
         std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
         let mut seed_files = Vec::new();
         seeds(&root.join("fixtures"), extensions, &mut seed_files);
+        // Hostile inputs built by hand are seeds too.
+        seeds(&root.join("tests/regressions"), extensions, &mut seed_files);
         if extensions.contains(&"kas") {
             // The kastore project's own conformance files, valid and malformed.
             seeds(
@@ -76,8 +81,8 @@ pub fn run(root: &Path, seconds: u64, only: &[String]) -> Result<(), String> {
             .arg(&seed_dir)
             .arg("--")
             .arg(format!("-max_total_time={seconds}"))
+            // An allocation or a resident set beyond these is a finding.
             .arg("-rss_limit_mb=2048")
-            // An allocation over 512 MiB is a finding, not a pass.
             .arg("-malloc_limit_mb=512")
             .arg("-print_final_stats=1")
             .output()

@@ -130,7 +130,7 @@ fn tar_extracts_every_entry_unchanged() {
                 .expect("tar");
             assert!(status.success(), "tar -xf {}", shard.display());
         }
-        let original = binfmt::open(&fixtures().join("generated").join(source)).unwrap();
+        let original = binfmt::open(fixtures().join("generated").join(source)).unwrap();
         let entries = original.list().unwrap();
         assert!(!entries.is_empty());
         for entry in entries {

@@ -16,7 +16,8 @@ use crate::error::{Error, IoResultExt, Result};
 /// The returned path's parent exists and is a real directory inside `dir`;
 /// the file itself is the caller's to create (atomically, so that a symlink
 /// already at its place is replaced, never followed).
-pub fn safe_target(dir: &Path, name: &str) -> Result<PathBuf> {
+pub fn safe_target(dir: impl AsRef<Path>, name: &str) -> Result<PathBuf> {
+    let dir = dir.as_ref();
     let refuse = |why| Error::UnsafePath {
         name: name.to_owned(),
         why,

@@ -21,6 +21,8 @@
 //! - [`error`]: [`Error`], the one error type, whose variants say what is
 //!   wrong and where.
 
+#![deny(missing_docs)]
+
 pub mod atomic;
 pub mod cursor;
 pub mod error;

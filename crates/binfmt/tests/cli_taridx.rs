@@ -60,7 +60,7 @@ fn index_explicit_shards_in_the_given_order() {
     let output = binfmt(&[
         "taridx",
         "index",
-        "--out",
+        "-o",
         arg(&out),
         arg(&second),
         arg(&first),
@@ -204,8 +204,7 @@ fn every_subcommand_has_examples() {
     }
 }
 
-#[path = "../../../tests/taridx_builder.rs"]
-mod builder;
+use binfmt_tests::build::taridx as builder;
 
 #[test]
 fn index_refuses_to_write_over_a_shard() {
@@ -387,7 +386,7 @@ fn ten_thousand_shards_under_ulimit_256() {
     assert!(get.status.success(), "{}", text(&get.stderr));
     assert_eq!(get.stdout, b"9999");
     let out = dir.path().join("extracted");
-    let extract = limited(&["extract", &index, arg(&out)]);
+    let extract = limited(&["extract", &index, "-o", arg(&out)]);
     assert!(extract.status.success(), "{}", text(&extract.stderr));
     assert_eq!(std::fs::read(out.join("04321.txt")).unwrap(), b"4321");
     let verify = limited(&["verify", &index]);

@@ -119,7 +119,7 @@ fn pack_writes_samples_webdataset_reads_back() {
 
     // The same input gives the same bytes; so does the same tree in an archive.
     let archive = dir.path().join("tree.arcx");
-    ok(&binfmt(&["arcx", "pack", arg(&tree), arg(&archive)]));
+    ok(&binfmt(&["arcx", "pack", arg(&tree), "-o", arg(&archive)]));
     for (input, name) in [(&tree, "twice"), (&archive, "from-archive")] {
         let other = dir.path().join(name).join("train.taridx");
         ok(&binfmt(&[
@@ -422,7 +422,7 @@ fn ratarmount_indexes() {
     ]));
     let index = src.join("src.taridx");
     let extracted = dir.path().join("extracted");
-    ok(&binfmt(&["extract", arg(&index), arg(&extracted)]));
+    ok(&binfmt(&["extract", arg(&index), "-o", arg(&extracted)]));
     let exported = dir.path().join("exported");
     ok(&binfmt(&[
         "taridx",

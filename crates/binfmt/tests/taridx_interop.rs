@@ -82,6 +82,7 @@ fn webdataset_reads_resharded_shards_as_the_original_samples() {
             ok(&binfmt(&[
                 "convert",
                 arg(&index),
+                "-o",
                 arg(&target),
                 "--to",
                 "taridx",
@@ -167,7 +168,7 @@ fn gnu_tar_shards_are_read_as_tar_reads_them() {
         expected.sort();
         assert_eq!(names, expected, "{format}");
         let out = dir.path().join(format!("{format}-extracted"));
-        ok(&binfmt(&["extract", arg(&index), arg(&out)]));
+        ok(&binfmt(&["extract", arg(&index), "-o", arg(&out)]));
         for (name, bytes) in &files {
             assert_eq!(
                 &std::fs::read(out.join(name)).unwrap(),

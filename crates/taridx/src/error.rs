@@ -161,7 +161,7 @@ pub enum TaridxError {
         /// The row's header offset.
         offset: u64,
         /// What disagrees.
-        problem: RowProblem,
+        problem: Box<RowProblem>,
     },
 
     /// Two rows point at the same tar member.

@@ -393,7 +393,7 @@ impl<S: Source> Index<S> {
             row: number,
             shard: shard.name().to_owned(),
             offset: row.offset.get(),
-            problem,
+            problem: Box::new(problem),
         };
         if info.size != row.size.get() {
             return Err(mismatch(RowProblem::Size {

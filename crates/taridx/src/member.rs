@@ -73,7 +73,7 @@ impl Failure {
                 row: number,
                 shard: shard.name().to_owned(),
                 offset: row.offset.get(),
-                problem,
+                problem: Box::new(problem),
             },
             Self::PastEnd { shard_len } => TaridxError::PayloadPastShard {
                 row: number,

@@ -4,18 +4,25 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use binfmt::Format;
 use binfmt_parcode::{Chunk, Compression, ParFile};
 
+use crate::cmd::generic;
 use crate::output::{self, CommandResult, Status};
 
-/// Inspect and check Parcode V4 (PAR4) files.
+/// Inspect and check Parcode V4 (PAR4) files; read the entries of a
+/// `HashMap<String, Vec<u8>>` root.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    Inspect(InspectArgs),
+    #[command(visible_alias = "inspect")]
+    Info(InspectArgs),
+    List(generic::ListArgs),
+    Get(generic::GetArgs),
+    Extract(generic::ExtractArgs),
     Verify(VerifyArgs),
 }
 
-/// Print the chunk tree without decoding payloads.
+/// Print the chunk tree without decoding payloads (also `par4 inspect`).
 ///
 /// One line per chunk, indented by depth: offset, length, compression,
 /// payload size (after decompression, from the LZ4 size prefix) and number
@@ -23,7 +30,7 @@ pub enum Command {
 /// "shared".
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt par4 inspect data.par4\n  binfmt par4 inspect --json data.par4 | jq '.children | length'"
+    after_help = "Examples:\n  binfmt par4 info data.par4\n  binfmt par4 inspect --json data.par4 | jq '.children | length'"
 )]
 pub struct InspectArgs {
     /// The PAR4 file.
@@ -42,8 +49,12 @@ pub struct VerifyArgs {
 }
 
 pub fn run(command: &Command) -> CommandResult {
+    let par4 = Some(Format::Par4);
     match command {
-        Command::Inspect(args) => inspect(args),
+        Command::Info(args) => inspect(args),
+        Command::List(args) => generic::list(args, par4),
+        Command::Get(args) => generic::get(args, par4),
+        Command::Extract(args) => generic::extract(args, par4),
         Command::Verify(args) => verify(args),
     }
 }

@@ -8,6 +8,7 @@ use binfmt_taridx::{
     fold_shards, write_index,
 };
 
+use crate::cmd::generic;
 use crate::output::{self, CommandResult, Status};
 
 /// Index WebDataset-style tar shards and read samples at random.
@@ -15,7 +16,10 @@ use crate::output::{self, CommandResult, Status};
 pub enum Command {
     Index(IndexArgs),
     Info(InfoArgs),
+    List(generic::ListArgs),
     Get(GetArgs),
+    Extract(generic::ExtractArgs),
+    Verify(generic::VerifyArgs),
     Status(StatusArgs),
     Pack(PackArgs),
     Export(ExportArgs),
@@ -242,6 +246,9 @@ pub fn run(command: &Command) -> CommandResult {
         Command::Index(args) => index(args),
         Command::Info(args) => info(args),
         Command::Get(args) => get(args),
+        Command::List(args) => generic::list(args, Some(binfmt::Format::Taridx)),
+        Command::Extract(args) => generic::extract(args, Some(binfmt::Format::Taridx)),
+        Command::Verify(args) => generic::verify(args, Some(binfmt::Format::Taridx)),
         Command::Status(args) => status(args),
         Command::Pack(args) => pack(args),
         Command::Export(args) => export(args),
@@ -386,23 +393,16 @@ fn pack(args: &PackArgs) -> CommandResult {
     // (name, size, where from), grouped by WebDataset key below.
     let mut files: Vec<(String, u64, PackSource)> = Vec::new();
     let archive = if args.input.is_dir() {
-        let walk = binfmt_arcx::walk(&args.input).map_err(|e| output::about(&args.input, e))?;
-        for skipped in &walk.skipped {
-            eprintln!("skipped {}: {}", skipped.path.display(), skipped.why);
-        }
-        for file in walk.files {
-            let size = std::fs::metadata(&file.path)
-                .map_err(|e| output::about(&file.path, e))?
+        for (name, path) in regular_files(&args.input)? {
+            let size = std::fs::metadata(&path)
+                .map_err(|e| output::about(&path, e))?
                 .len();
-            if binfmt_core::same_file(&file.path, out) {
-                continue;
-            }
-            files.push((file.inner, size, PackSource::File(file.path)));
+            files.push((name, size, PackSource::File(path)));
         }
         None
     } else {
-        let source = binfmt::open(&args.input)?;
-        for entry in source.list().map_err(|e| output::about(&args.input, e))? {
+        let source = binfmt::open(&args.input).map_err(output::failed)?;
+        for entry in source.list().map_err(output::failed)? {
             files.push((
                 entry.name.clone(),
                 entry.size,
@@ -453,7 +453,7 @@ fn pack(args: &PackArgs) -> CommandResult {
                         .as_ref()
                         .map(|source| source.read(&name))
                         .transpose()
-                        .map_err(|e| output::about(&args.input, e))?
+                        .map_err(output::failed)?
                         .unwrap_or_default();
                     Box::new(std::io::Cursor::new(bytes))
                 }
@@ -474,6 +474,43 @@ fn pack(args: &PackArgs) -> CommandResult {
         fold.index.display()
     );
     Ok(Status::Success)
+}
+
+/// The regular files under `dir` as (name relative to `dir` with `/`
+/// separators, path). Symlinks are never followed and, like other
+/// non-regular files and names that are not UTF-8, are skipped with a note
+/// on stderr.
+fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut files = Vec::new();
+    let mut stack = vec![(String::new(), dir.to_path_buf())];
+    while let Some((prefix, directory)) = stack.pop() {
+        let entries = std::fs::read_dir(&directory).map_err(|e| output::about(&directory, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| output::about(&directory, e))?;
+            let path = entry.path();
+            let kind = entry.file_type().map_err(|e| output::about(&path, e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                eprintln!(
+                    "skipped {}: name is not UTF-8",
+                    output::escape(&path.display().to_string())
+                );
+                continue;
+            };
+            let name = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if kind.is_dir() {
+                stack.push((name, path));
+            } else if kind.is_file() {
+                files.push((name, path));
+            } else {
+                eprintln!("skipped {}: not a regular file", output::escape(&name));
+            }
+        }
+    }
+    Ok(files)
 }
 
 /// The shards of an index's fold: in its directory, or in `shards`.
