@@ -73,20 +73,88 @@ pub fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
     items.load().map(|_| ()).map_err(|e| e.to_string())
 }
 
-/// A TARIDX index: open (header and tables checked), verify every row,
-/// against shards of `shard_lens` bytes when given.
-pub fn read_taridx(bytes: Vec<u8>, shard_lens: Option<&[u64]>) -> Result<(), String> {
+/// A TARIDX index: open (header and tables checked), then, with shards,
+/// read every row's member (each checked against its tar header) and look
+/// every crash stem up, and only then verify every row.
+pub fn read_taridx(
+    bytes: Vec<u8>,
+    shards: Option<&binfmt_taridx::ShardBytes>,
+) -> Result<(), String> {
     let index = binfmt_taridx::Index::new(bytes).map_err(|e| e.to_string())?;
-    index.verify(shard_lens).map_err(|e| e.to_string())?;
-    std::hint::black_box(index.extensions().len() + index.crash_stems().len());
+    std::hint::black_box(index.extensions().len() + index.crash_stems().count());
+    let Some(shards) = shards else {
+        return index.verify(None).map(|_| ()).map_err(|e| e.to_string());
+    };
+    let dataset =
+        binfmt_taridx::Dataset::new(index, shards.clone(), binfmt_taridx::DatasetOptions::new())
+            .map_err(|e| e.to_string())?;
+    read_members(&dataset)?;
+    dataset.verify().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Reads every member of a dataset through its row, and finds it again by
+/// its name.
+fn read_members<S: binfmt_core::Source>(dataset: &binfmt_taridx::Dataset<S>) -> Result<(), String> {
+    let crash: Vec<String> = dataset.index().crash_stems().map(str::to_owned).collect();
+    for stem in &crash {
+        std::hint::black_box(dataset.lookup(stem).len());
+    }
+    for row in dataset.rows() {
+        let member = dataset.member(row).map_err(|e| e.to_string())?;
+        let name = member.name().to_owned();
+        std::hint::black_box(member.into_vec().map_err(|e| e.to_string())?.len());
+        dataset.find(&name).map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
-/// A tar shard: every header, as the indexer reads it.
+/// A tar shard: every header, as the indexer reads it; then indexed (by
+/// both key rules), every member read through the index, and verified.
 pub fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
-    binfmt_taridx::tar::scan(&bytes)
-        .map(|members| {
-            std::hint::black_box(members.len());
-        })
-        .map_err(|(offset, problem)| format!("{problem} at {offset}"))
+    let members = binfmt_taridx::tar::scan(&bytes).map_err(|e| e.to_string())?;
+    let shards = binfmt_taridx::ShardBytes::new([bytes]);
+    for rule in [
+        binfmt_taridx::KeyRule::Glzn,
+        binfmt_taridx::KeyRule::WebDataset,
+    ] {
+        let mut builder = binfmt_taridx::IndexBuilder::new(rule);
+        for member in &members {
+            builder.add(0, member.clone()).map_err(|e| e.to_string())?;
+        }
+        read_taridx(builder.to_bytes(), Some(&shards))?;
+    }
+    Ok(())
+}
+
+/// A whole fold packed in one tar (`index.taridx`, then the shards in fid
+/// order, as `tests/regressions/taridx_fold/` stores hostile folds): read
+/// as [`read_taridx`] reads an index with its shards.
+pub fn read_fold(bytes: Vec<u8>) -> Result<(), String> {
+    let (index, shards) = unpack_fold(&bytes)?;
+    read_taridx(index, Some(&binfmt_taridx::ShardBytes::new(shards)))
+}
+
+/// Packs an index and its shards into one tar (the regression format).
+pub fn pack_fold(index: &[u8], shards: &[Vec<u8>]) -> Vec<u8> {
+    let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
+    let _ = tar.append_bytes("index.taridx", index);
+    for (fid, shard) in shards.iter().enumerate() {
+        let _ = tar.append_bytes(&format!("shard-{fid:04}.tar"), shard);
+    }
+    tar.finish().unwrap_or_default()
+}
+
+/// The index and shards of a packed fold.
+pub fn unpack_fold(bytes: &[u8]) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
+    let members = binfmt_taridx::tar::scan(bytes).map_err(|e| format!("container: {e}"))?;
+    let mut parts = members.iter().map(|member| {
+        let start = usize::try_from(member.offset + 512).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(member.size).unwrap_or(usize::MAX));
+        bytes
+            .get(start..end)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default()
+    });
+    let index = parts.next().ok_or("container: no index member")?;
+    Ok((index, parts.collect()))
 }

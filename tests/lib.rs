@@ -99,6 +99,7 @@ pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
 pub mod build {
     pub mod arcx;
     pub mod kast;
+    pub mod taridx;
 }
 
 /// Measuring the memory a piece of code allocates.

@@ -170,7 +170,7 @@ fn taridx_folds(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
             let path = dir.join(format!("{fold}_{number:04}.tar"));
             let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
             for (name, data) in members {
-                tar.append(name, data).map_err(|e| about(&path, e))?;
+                tar.append_bytes(name, data).map_err(|e| about(&path, e))?;
             }
             let bytes = tar.finish().map_err(|e| about(&path, e))?;
             std::fs::write(&path, bytes).map_err(|e| about(&path, e))?;

@@ -1,17 +1,19 @@
 //! `cargo xtask fuzz --seconds N [TARGET...]`: runs each libFuzzer target of
 //! `fuzz/` for N seconds with cargo-fuzz (which needs a nightly toolchain:
-//! `cargo +nightly install cargo-fuzz`), seeded from the fixtures, and
-//! prints the executions and the outcome of each.
+//! `cargo +nightly install cargo-fuzz`), seeded from the fixtures, with an
+//! RSS limit of 2 GiB and a single-allocation limit of 512 MiB, and prints
+//! the executions and the outcome of each.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
-/// Structure-aware targets (`arcx_manifest`, `kast_items`) take no file
+/// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `kast_items`) take no file
 /// seeds: their input is the structure's `arbitrary` encoding.
-const TARGETS: [(&str, &[&str]); 8] = [
+const TARGETS: [(&str, &[&str]); 9] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
+    ("taridx_structured", &[]),
     ("arcx", &["arcx"]),
     ("arcx_manifest", &[]),
     ("par4", &["par4"]),

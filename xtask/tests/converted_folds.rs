@@ -34,6 +34,7 @@ type RowView = (u16, u64, u64, u64, u32, String);
 fn rows(index: &binfmt_taridx::Index) -> Vec<RowView> {
     index
         .rows()
+        .unwrap()
         .iter()
         .map(|row| {
             let extension = index.extensions()[usize::from(row.extid.get())].clone();

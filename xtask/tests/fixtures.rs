@@ -115,13 +115,21 @@ fn the_edge_cases_are_really_there() {
     );
     // Non-contiguous: some stem's rows are separated by another stem's.
     let index = binfmt_taridx::Index::open(dir.join("taridx/interleaved.taridx")).unwrap();
-    let stems: Vec<u64> = index.rows().iter().map(|row| row.keyhash.get()).collect();
+    let stems: Vec<u64> = index
+        .rows()
+        .unwrap()
+        .iter()
+        .map(|row| row.keyhash.get())
+        .collect();
     let contiguous = stems
         .iter()
         .enumerate()
         .all(|(i, stem)| !stems[..i].contains(stem) || stems[i - 1] == *stem);
     assert!(!contiguous, "the interleaved fold's rows are contiguous");
-    assert_eq!(index.rows().iter().map(|row| row.fid.get()).max(), Some(2));
+    assert_eq!(
+        index.rows().unwrap().iter().map(|row| row.fid.get()).max(),
+        Some(2)
+    );
 
     // ARCX: several blocks, both codecs, a file in three chunks; both dialects.
     for (file, dialect) in [

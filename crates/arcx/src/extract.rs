@@ -9,11 +9,14 @@
 //! target that stays inside the target directory, and by rename, so an
 //! existing entry at their place is replaced, never followed.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use binfmt_core::extract::safe_target;
+use binfmt_core::extract::Targets;
 use binfmt_core::{AtomicFile, Source};
+use rayon::prelude::*;
 
 use crate::error::{ArcxError, Result};
 use crate::manifest::{FileEntry, FileKind};
@@ -28,6 +31,8 @@ pub struct ExtractOptions {
     pub symlinks: bool,
     /// Restore permission bits and modification times (default true).
     pub metadata: bool,
+    /// Threads writing files; `None` uses one per core.
+    pub jobs: Option<usize>,
 }
 
 impl Default for ExtractOptions {
@@ -35,6 +40,7 @@ impl Default for ExtractOptions {
         Self {
             symlinks: false,
             metadata: true,
+            jobs: None,
         }
     }
 }
@@ -49,6 +55,23 @@ impl ExtractOptions {
     /// These options, restoring modes and times or not.
     pub fn metadata(mut self, metadata: bool) -> Self {
         self.metadata = metadata;
+        self
+    }
+
+    /// These options, writing on `jobs` threads.
+    pub fn jobs(mut self, jobs: Option<usize>) -> Self {
+        self.jobs = jobs;
+        self
+    }
+}
+
+impl ExtractSummary {
+    fn add(mut self, other: Self) -> Self {
+        self.files += other.files;
+        self.bytes += other.bytes;
+        self.directories += other.directories;
+        self.symlinks += other.symlinks;
+        self.skipped_symlinks += other.skipped_symlinks;
         self
     }
 }
@@ -137,13 +160,100 @@ impl<S: Source> Archive<S> {
         dir: impl AsRef<Path>,
         options: ExtractOptions,
     ) -> Result<ExtractSummary> {
+        self.extract_with_progress(dir, options, &|_, _| {})
+    }
+
+    /// [`Archive::extract`], calling `progress(entries done, entries in
+    /// all)` as entries are written.
+    ///
+    /// Files are written in parallel: the archive is cut into runs of
+    /// files that share a block (each run decodes its block once) and
+    /// files with blocks of their own, and threads take runs. Each file is
+    /// still written whole or not at all; on a failure the first error is
+    /// returned and the other threads stop at their next file.
+    pub fn extract_with_progress(
+        &self,
+        dir: impl AsRef<Path>,
+        options: ExtractOptions,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<ExtractSummary> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|error| binfmt_core::Error::io(dir, error))?;
-        let mut summary = ExtractSummary::default();
-        for file in self.files() {
-            self.extract_entry(file, dir, options, &mut summary)?;
+        let targets = Targets::new(dir);
+        let total = self.len() as u64;
+        let done = AtomicU64::new(0);
+        let failed = AtomicBool::new(false);
+        let extract_run = |run: &Range<u32>| -> Result<ExtractSummary> {
+            let mut summary = ExtractSummary::default();
+            for index in run.clone() {
+                if failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Some(file) = self.manifest().file(index) else {
+                    continue;
+                };
+                let outcome = self.extract_to(file, &targets, options, &mut summary);
+                if outcome.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                outcome?;
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            }
+            Ok(summary)
+        };
+        let runs = self.runs();
+        let all = || {
+            runs.par_iter()
+                .map(extract_run)
+                .try_reduce(ExtractSummary::default, |a, b| Ok(a.add(b)))
+        };
+        match options.jobs {
+            Some(jobs) => rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs.max(1))
+                .build()
+                .map_err(|error| {
+                    binfmt_core::Error::io("arcx extraction threads", std::io::Error::other(error))
+                })?
+                .install(all),
+            None => all(),
         }
-        Ok(summary)
+    }
+
+    /// The files in runs that share a block, in archive order: a run is
+    /// the consecutive files whose one chunk lies in the same shared block,
+    /// or one file with blocks of its own.
+    fn runs(&self) -> Vec<Range<u32>> {
+        let manifest = self.manifest();
+        let mut users = vec![0u32; manifest.blocks().len()];
+        for chunk in manifest.chunks() {
+            if let Some(count) = users.get_mut(chunk.block as usize) {
+                *count += 1;
+            }
+        }
+        let shared_block = |index: u32| {
+            manifest.file(index).and_then(|file| {
+                let mut chunks = file.chunks();
+                match (chunks.next(), chunks.next()) {
+                    (Some(chunk), None)
+                        if users.get(chunk.block as usize).is_some_and(|&n| n > 1) =>
+                    {
+                        Some(chunk.block)
+                    }
+                    _ => None,
+                }
+            })
+        };
+        let mut runs: Vec<Range<u32>> = Vec::new();
+        let mut previous = None;
+        for index in 0..manifest.len() as u32 {
+            let block = shared_block(index);
+            match runs.last_mut() {
+                Some(run) if block.is_some() && block == previous => run.end = index + 1,
+                _ => runs.push(index..index + 1),
+            }
+            previous = block;
+        }
+        runs
     }
 
     /// Extracts one entry under `dir`, adding what it wrote to `summary`.
@@ -154,11 +264,21 @@ impl<S: Source> Archive<S> {
         options: ExtractOptions,
         summary: &mut ExtractSummary,
     ) -> Result<()> {
+        self.extract_to(file, &Targets::new(dir), options, summary)
+    }
+
+    fn extract_to(
+        &self,
+        file: FileEntry<'_>,
+        targets: &Targets,
+        options: ExtractOptions,
+        summary: &mut ExtractSummary,
+    ) -> Result<()> {
         let path = file.path().to_string();
         let attributes = file.attributes();
         match attributes.kind {
             FileKind::Directory => {
-                let target = safe_target(dir, &path)?;
+                let target = targets.target(&path)?;
                 match std::fs::symlink_metadata(&target) {
                     Ok(metadata) if metadata.is_dir() => {}
                     Ok(_) => {
@@ -185,12 +305,12 @@ impl<S: Source> Archive<S> {
                 std::io::Read::read_to_string(&mut self.reader_for(file), &mut link_target)
                     .map_err(|error| ArcxError::from_io(error, Path::new(&path)))?;
                 check_link_target(&path, &link_target)?;
-                let target = safe_target(dir, &path)?;
+                let target = targets.target(&path)?;
                 create_symlink(&link_target, &target)?;
                 summary.symlinks += 1;
             }
             FileKind::File => {
-                let target = safe_target(dir, &path)?;
+                let target = targets.target(&path)?;
                 if binfmt_core::atomic::same_file(&target, self.source().name()) {
                     return Err(binfmt_core::Error::UnsafePath {
                         name: path,

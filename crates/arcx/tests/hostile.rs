@@ -421,6 +421,16 @@ fn reads_only_what_each_operation_needs() {
         let (verified, _) = stats.take();
         assert_eq!(verified, manifest_offset, "{dialect:?}");
 
+        // Extraction, on several threads, reads every block once too.
+        let target = dir.path().join(format!("x-{}", dialect.name()));
+        archive
+            .extract(
+                &target,
+                binfmt_arcx::ExtractOptions::default().jobs(Some(3)),
+            )
+            .unwrap();
+        assert_eq!(stats.take().0, manifest_offset - 80, "{dialect:?}");
+
         // Leaving the header to verify, opening is two reads: the footer,
         // and the manifest region before it.
         let (counted, stats) = Counted::new(std::fs::read(&out).unwrap());
@@ -453,6 +463,39 @@ fn regression_files_are_current() {
             let committed = std::fs::read(&path)
                 .unwrap_or_else(|e| panic!("{}: {e} (BINFMT_BLESS=1 writes it)", path.display()));
             assert!(committed == bytes, "{} is stale", path.display());
+        }
+    }
+}
+
+/// 300 one-byte files in one shared block: extracting them decodes the
+/// block once, whatever the thread count (once, each file decoded it again).
+#[test]
+fn a_shared_block_is_decoded_once_when_extracting() {
+    let names: Vec<String> = (0..300).map(|i| format!("f{i:03}")).collect();
+    let files: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b"x"[..])).collect();
+    let build = Build::of(&files);
+    for (dialect, bytes) in both(&build) {
+        let block = 80 + 4 + build.blocks[0].data.len() as u64;
+        let stored = u64::from_le_bytes(
+            bytes[bytes.len() - 32..bytes.len() - 24]
+                .try_into()
+                .unwrap(),
+        ) - 80;
+        for jobs in [1, 2, 4] {
+            let (counted, stats) = Counted::new(bytes.clone());
+            let archive = Archive::new(SeekSource::new(counted, "counted").unwrap()).unwrap();
+            stats.take();
+            let dir = tempfile::tempdir().unwrap();
+            let summary = archive
+                .extract(
+                    dir.path(),
+                    binfmt_arcx::ExtractOptions::default().jobs(Some(jobs)),
+                )
+                .unwrap();
+            assert_eq!(summary.files, 300);
+            let (read, requests) = stats.take();
+            assert_eq!((read, requests), (stored, 1), "{dialect}, {jobs} threads");
+            assert!(block >= stored);
         }
     }
 }

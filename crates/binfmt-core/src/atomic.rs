@@ -116,6 +116,13 @@ impl AtomicFile {
         &self.destination
     }
 
+    /// The temporary file's path, for writers that open the file by path
+    /// themselves (an SQLite database); they must be done with it before
+    /// [`AtomicFile::commit`].
+    pub fn temp_path(&self) -> &Path {
+        self.writer.get_ref().path()
+    }
+
     /// Flushes (and, when durable, syncs) the file and renames it into place.
     pub fn commit(self) -> Result<()> {
         let destination = self.destination;

@@ -33,7 +33,7 @@ pub mod range;
 pub mod source;
 pub mod varint;
 
-pub use atomic::AtomicFile;
+pub use atomic::{AtomicFile, same_file};
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
 pub use source::{ByteSource, FileSource, RangeReader, SeekSource, Source, SourceExt};

@@ -3,7 +3,7 @@
 //!
 //! | target | what is written |
 //! |---|---|
-//! | TARIDX | `DIR/FOLD.taridx` and shards `DIR/FOLD_0000.tar`, `DIR/FOLD_0001.tar`, … (a new shard when the next member would pass the size limit); ustar members, pax records for long or non-ASCII names; the index by the fold convention |
+//! | TARIDX | `DIR/FOLD.taridx` and shards `DIR/FOLD_0000.tar`, `DIR/FOLD_0001.tar`, … written by `binfmt_taridx::SampleWriter`: consecutive entries with one key are one sample, never split across shards; a new shard when the next sample would pass the size or sample limit; ustar members, pax records for long or non-ASCII names; the index built in the same pass |
 //! | ARCX | an archive in the chosen dialect |
 //! | KAST | one array per entry, keyed by name: typed as the kastore it came from, uint8 otherwise |
 //! | PAR4 | a `HashMap<String, Vec<u8>>` in the bucket layout (`parcode` 0.6.1 loads it with `Parcode::load`) |
@@ -26,7 +26,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use binfmt_core::AtomicFile;
 use binfmt_kastore::ItemType;
 
 use crate::entries::{Entry, EntrySource, check_names_carry, open};
@@ -47,9 +46,13 @@ const TYPES_MARKER: &str = "binfmt kastore types";
 pub struct ConvertOptions {
     /// The ARCX dialect, for ARCX targets.
     pub arcx_dialect: binfmt_arcx::Dialect,
-    /// The largest tar shard, for TARIDX targets (a single larger member
+    /// The largest tar shard, for TARIDX targets (a single larger sample
     /// gets a shard of its own).
     pub shard_size: u64,
+    /// The most samples in one tar shard, for TARIDX targets.
+    pub shard_samples: u64,
+    /// How TARIDX targets key member names into samples.
+    pub taridx_keys: binfmt_taridx::KeyRule,
     /// Compression of PAR4 chunks.
     pub par4_compression: binfmt_parcode::Compression,
 }
@@ -59,6 +62,8 @@ impl Default for ConvertOptions {
         Self {
             arcx_dialect: binfmt_arcx::Dialect::Spec,
             shard_size: 1 << 30,
+            shard_samples: u64::MAX,
+            taridx_keys: binfmt_taridx::KeyRule::Glzn,
             par4_compression: binfmt_parcode::Compression::None,
         }
     }
@@ -74,6 +79,18 @@ impl ConvertOptions {
     /// These options cutting TARIDX shards at `bytes`.
     pub fn shard_size(mut self, bytes: u64) -> Self {
         self.shard_size = bytes;
+        self
+    }
+
+    /// These options putting at most `samples` samples in a TARIDX shard.
+    pub fn shard_samples(mut self, samples: u64) -> Self {
+        self.shard_samples = samples;
+        self
+    }
+
+    /// These options keying TARIDX samples by `rule`.
+    pub fn taridx_keys(mut self, rule: binfmt_taridx::KeyRule) -> Self {
+        self.taridx_keys = rule;
         self
     }
 
@@ -173,7 +190,7 @@ pub fn convert_source(
         Format::Arcx => to_arcx(&input, &entries, &types, output, options.arcx_dialect)?,
         Format::Kast => to_kast(&input, &entries, &types, output)?,
         Format::Par4 => to_par4(&input, &entries, &types, output, options.par4_compression)?,
-        Format::Taridx => to_taridx(&input, &entries, &types, output, options.shard_size)?,
+        Format::Taridx => to_taridx(&input, &entries, &types, output, options)?,
         Format::Tar | Format::Unknown => {
             return Err(Error::Unsupported {
                 file: output_name,
@@ -541,9 +558,9 @@ fn to_par4(
     ))
 }
 
-/// Names a TARIDX index cannot tell apart: two members with the same stem
+/// Names a TARIDX index cannot tell apart: two members with the same key
 /// and extension would be one sample with a duplicated field.
-fn check_taridx_names(names: &[&str], output: &Path) -> Result<()> {
+fn check_taridx_names(names: &[&str], output: &Path, rule: binfmt_taridx::KeyRule) -> Result<()> {
     let mut seen: HashMap<(String, String), &str> = HashMap::new();
     for name in names {
         if name.is_empty() {
@@ -553,14 +570,22 @@ fn check_taridx_names(names: &[&str], output: &Path) -> Result<()> {
                 why: "an empty name, which a tar member cannot have".into(),
             });
         }
-        let split = binfmt_taridx::build::split_name(name.as_bytes());
-        if let Some(earlier) = seen.insert((split.stem.clone(), split.extension.clone()), name) {
+        let split = rule.split(name);
+        if let Some(earlier) = seen.insert((split.key.clone(), split.extension.clone()), name) {
+            let advice = match rule {
+                binfmt_taridx::KeyRule::Glzn => {
+                    " (glzn's key is the file name up to its first dot, without the directory: --taridx-keys webdataset keys samples by their whole path instead)"
+                }
+                _ => "",
+            };
             return Err(Error::CannotHold {
                 file: output.display().to_string(),
                 name: (*name).to_owned(),
                 why: format!(
-                    "has the same stem {:?} and extension {:?} as {earlier:?}: one TARIDX sample cannot hold both (glzn's key is the file name up to its first dot, without the directory)",
-                    split.stem, split.extension
+                    "has the same key {:?} and extension {:?} as {earlier:?} under the {} key rule: one TARIDX sample cannot hold both{advice}",
+                    split.key,
+                    split.extension,
+                    rule.name()
                 ),
             });
         }
@@ -573,7 +598,7 @@ fn to_taridx(
     entries: &[Entry],
     types: &Types,
     output: &Path,
-    shard_size: u64,
+    options: &ConvertOptions,
 ) -> Result<(Vec<PathBuf>, Written)> {
     let file = output.display().to_string();
     let fold = output
@@ -589,110 +614,67 @@ fn to_taridx(
     if record.is_some() {
         names.push(TYPES_ENTRY);
     }
-    check_taridx_names(&names, output)?;
+    let mut seen = HashSet::new();
+    names.retain(|name| seen.insert(*name));
+    let rule = options.taridx_keys;
+    check_taridx_names(&names, output, rule)?;
     let dir = output
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    // Shards already there would join the fold when it is opened again.
-    if let Ok(existing) = binfmt_taridx::fold_shards(&dir, fold) {
-        let names: Vec<String> = existing
-            .iter()
-            .map(|path| path.display().to_string())
-            .collect();
-        return Err(Error::Unsupported {
-            file,
-            why: format!(
-                "shards of fold {fold:?} already exist ({}); remove them or choose another place",
-                names.join(", ")
-            ),
-        });
-    }
-    let mut shards: Vec<PathBuf> = Vec::new();
     let read = |name: &str| -> Result<Vec<u8>> {
         match (&record, name) {
             (Some(record), TYPES_ENTRY) => Ok(record.clone()),
             _ => input.read(name),
         }
     };
-    let written = write_shards(&read, &names, &dir, fold, shard_size, &mut shards).and_then(|()| {
-        binfmt_taridx::index_shards(&shards, binfmt_taridx::IndexOptions::default(), || {})
-            .in_file(&file)?
-            .write_file(output)
-            .in_file(&file)
-    });
-    if let Err(error) = written {
-        // Each shard is whole, but a partial set would open as a smaller fold.
-        for shard in &shards {
-            let _ = std::fs::remove_file(shard);
-        }
-        return Err(error);
+    let mut writer = binfmt_taridx::SampleWriter::create(
+        &dir,
+        fold,
+        binfmt_taridx::SampleWriterOptions::new()
+            .max_bytes(options.shard_size)
+            .max_samples(options.shard_samples)
+            .key_rule(rule),
+    )
+    .in_file(&file)?;
+    // A sample: consecutive entries with one key, never split across shards.
+    let mut start = 0;
+    while let Some(first) = names.get(start) {
+        let key = rule.split(first).key;
+        let end = names
+            .iter()
+            .skip(start)
+            .position(|name| rule.split(name).key != key)
+            .map_or(names.len(), |length| start + length);
+        let members = names
+            .get(start..end)
+            .unwrap_or_default()
+            .iter()
+            .map(|name| Ok((*name, read(name)?)))
+            .collect::<Result<Vec<_>>>()?;
+        writer
+            .write_members(
+                members
+                    .iter()
+                    .map(|(name, bytes)| binfmt_taridx::MemberSource {
+                        name: (*name).to_owned(),
+                        size: bytes.len() as u64,
+                        data: bytes.as_slice(),
+                    })
+                    .collect(),
+            )
+            .in_file(&file)?;
+        start = end;
     }
-    shards.push(output.to_owned());
+    let fold = writer.finish().in_file(&file)?;
+    let mut outputs = fold.shards;
+    outputs.push(fold.index);
     Ok((
-        shards,
+        outputs,
         Written {
             entries: names.len() as u64,
             extra_bytes: record.map_or(0, |r| r.len() as u64),
         },
     ))
-}
-
-/// Writes the members into shards `DIR/FOLD_0000.tar`, ..., recording each
-/// shard in `shards` as soon as it is created.
-fn write_shards(
-    read: &dyn Fn(&str) -> Result<Vec<u8>>,
-    names: &[&str],
-    dir: &Path,
-    fold: &str,
-    shard_size: u64,
-    shards: &mut Vec<PathBuf>,
-) -> Result<()> {
-    let mut current: Option<binfmt_taridx::TarWriter<AtomicFile>> = None;
-    let finish = |writer: binfmt_taridx::TarWriter<AtomicFile>, path: &Path| -> Result<()> {
-        let shard = path.display().to_string();
-        writer.finish().in_file(&shard)?.commit().in_file(&shard)
-    };
-    let mut seen = HashSet::new();
-    for name in names {
-        if !seen.insert(*name) {
-            continue;
-        }
-        let bytes = read(name)?;
-        let needed = binfmt_taridx::TarWriter::<AtomicFile>::member_len(name, bytes.len() as u64);
-        // Room for the two end blocks of an archive.
-        if current.as_ref().is_some_and(|writer| {
-            writer.written() > 0 && writer.written() + needed + 1024 > shard_size
-        }) && let (Some(writer), Some(path)) = (current.take(), shards.last())
-        {
-            finish(writer, path)?;
-        }
-        if current.is_none() {
-            let path = dir.join(format!("{fold}_{:04}.tar", shards.len()));
-            let shard = path.display().to_string();
-            let file = AtomicFile::create(&path).in_file(&shard)?;
-            shards.push(path);
-            current = Some(binfmt_taridx::TarWriter::new(file));
-        }
-        if let (Some(writer), Some(path)) = (current.as_mut(), shards.last()) {
-            writer
-                .append(name, &bytes)
-                .in_file(&path.display().to_string())?;
-        }
-    }
-    if let (Some(writer), Some(path)) = (current.take(), shards.last()) {
-        finish(writer, path)?;
-    }
-    if shards.is_empty() {
-        // An empty fold still needs a shard for the fold convention to find.
-        let path = dir.join(format!("{fold}_0000.tar"));
-        let shard = path.display().to_string();
-        finish(
-            binfmt_taridx::TarWriter::new(AtomicFile::create(&path).in_file(&shard)?),
-            &path,
-        )?;
-        shards.push(path);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

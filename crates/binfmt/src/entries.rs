@@ -138,8 +138,9 @@ pub struct ExtractOptions<'a> {
     /// Recreate symlinks stored in an ARCX archive (targets inside the
     /// directory only); without this they are skipped.
     pub symlinks: bool,
-    /// Called with (entries written, entries in all) after each entry.
-    pub progress: Option<&'a dyn Fn(u64, u64)>,
+    /// Called with (entries written, entries in all) after each entry,
+    /// from whichever thread wrote it.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
 }
 
 impl std::fmt::Debug for ExtractOptions<'_> {
@@ -158,7 +159,7 @@ impl<'a> ExtractOptions<'a> {
     }
 
     /// These options, reporting progress to `progress`.
-    pub fn progress(mut self, progress: &'a dyn Fn(u64, u64)) -> Self {
+    pub fn progress(mut self, progress: &'a (dyn Fn(u64, u64) + Sync)) -> Self {
         self.progress = Some(progress);
         self
     }
@@ -304,16 +305,10 @@ impl EntrySource for ArcxEntries {
 
     fn extract_to(&self, dir: &Path, options: &ExtractOptions) -> Result<u64> {
         let arcx_options = binfmt_arcx::ExtractOptions::default().symlinks(options.symlinks);
-        let total = self.archive.len() as u64;
-        let mut summary = binfmt_arcx::ExtractSummary::default();
-        for (done, file) in (1..).zip(self.archive.files()) {
-            self.archive
-                .extract_entry(file, dir, arcx_options, &mut summary)
-                .in_file(&self.file)?;
-            if let Some(progress) = options.progress {
-                progress(done, total);
-            }
-        }
+        let summary = self
+            .archive
+            .extract_with_progress(dir, arcx_options, options.progress.unwrap_or(&|_, _| {}))
+            .in_file(&self.file)?;
         Ok(summary.files + summary.directories + summary.symlinks)
     }
 }
@@ -479,15 +474,12 @@ impl EntrySource for Par4Entries {
 }
 
 /// A TARIDX index with its fold's shards beside it, its rows named by the
-/// tar members' full names.
+/// tar members' full names. Opening reads the index only; shards are opened
+/// as rows need them, a bounded number at a time, and every member's tar
+/// header is checked against its row before its bytes are read.
 struct FoldEntries {
     dataset: binfmt_taridx::Dataset,
     file: String,
-    /// (member name, row index, whether the stored name is not UTF-8), in
-    /// row order.
-    names: Vec<(String, usize, bool)>,
-    /// Row index by member name; the first row when a name repeats.
-    by_name: HashMap<String, usize>,
 }
 
 impl FoldEntries {
@@ -504,51 +496,7 @@ impl FoldEntries {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
         let shards = binfmt_taridx::fold_shards(&root, fold).in_file(&file)?;
         let dataset = binfmt_taridx::Dataset::open(path, &shards).in_file(&file)?;
-        // Full member names (GNU long names and pax paths included) come
-        // from the shards' headers, matched to rows by shard and offset.
-        let mut by_position = HashMap::new();
-        for (fid, shard) in shards.iter().enumerate() {
-            let shard_file = shard.display().to_string();
-            let bytes = ByteSource::open(shard).in_file(&shard_file)?;
-            let members = binfmt_taridx::tar::scan(&bytes).map_err(|(offset, problem)| {
-                Error::Unsupported {
-                    file: shard_file.clone(),
-                    why: format!("{problem} at byte {offset}"),
-                }
-            })?;
-            for member in members {
-                by_position.insert(
-                    (fid as u16, member.offset),
-                    (
-                        String::from_utf8_lossy(&member.name).into_owned(),
-                        std::str::from_utf8(&member.name).is_err(),
-                    ),
-                );
-            }
-        }
-        let mut names = Vec::with_capacity(dataset.num_rows());
-        for (row_index, row) in dataset.rows().iter().enumerate() {
-            let (name, not_utf8) = by_position
-                .remove(&(row.fid.get(), row.offset.get()))
-                .ok_or_else(|| Error::Unsupported {
-                    file: file.clone(),
-                    why: format!(
-                        "row {row_index} points at no member of shard {}",
-                        row.fid.get()
-                    ),
-                })?;
-            names.push((name, row_index, not_utf8));
-        }
-        let mut by_name = HashMap::with_capacity(names.len());
-        for (name, index, _) in &names {
-            by_name.entry(name.clone()).or_insert(*index);
-        }
-        Ok(Self {
-            dataset,
-            file,
-            names,
-            by_name,
-        })
+        Ok(Self { dataset, file })
     }
 }
 
@@ -562,32 +510,34 @@ impl EntrySource for FoldEntries {
     }
 
     fn list(&self) -> Result<Vec<Entry>> {
-        let rows = self.dataset.rows();
-        Ok(self
-            .names
+        // Full member names (GNU long names and pax paths included) come
+        // from each row's tar header, checked against the row.
+        self.dataset
+            .rows()
             .iter()
-            .filter_map(|(name, index, not_utf8)| {
-                rows.get(*index).map(|row| Entry {
-                    name_not_utf8: *not_utf8,
-                    ..Entry::new(name.clone(), row.size.get())
+            .map(|row| {
+                let member = self.dataset.member_info(row).in_file(&self.file)?;
+                Ok(Entry {
+                    name_not_utf8: member.name_not_utf8,
+                    ..Entry::new(member.name, member.size)
                 })
             })
-            .collect())
+            .collect()
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         let row = self
-            .by_name
-            .get(name)
-            .and_then(|&index| self.dataset.rows().get(index))
+            .dataset
+            .find(name)
+            .in_file(&self.file)?
             .ok_or_else(|| Error::NotFound {
                 file: self.file.clone(),
                 name: name.to_owned(),
             })?;
-        Ok(Box::new(self.dataset.payload(row).in_file(&self.file)?))
+        Ok(Box::new(self.dataset.member(&row).in_file(&self.file)?))
     }
 
     fn verify(&self) -> Result<()> {
-        self.dataset.verify().in_file(&self.file)
+        self.dataset.verify().map(|_| ()).in_file(&self.file)
     }
 }

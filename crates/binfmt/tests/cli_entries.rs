@@ -343,7 +343,7 @@ fn every_verb_of_every_format_describes_itself() {
                 ("par4", "info") => first.starts_with("Print the chunk tree"),
                 ("kast", "list") => first.starts_with("List the keys"),
                 ("kast", "info") | ("taridx", "info") => first.starts_with("Show"),
-                ("taridx", "get") => first.starts_with("Write the payload"),
+                ("taridx", "get") => first.starts_with("Write one member"),
                 ("arcx" | "taridx" | "par4", "verify") => {
                     first.starts_with("Check") || first.starts_with("Walk")
                 }

@@ -167,7 +167,9 @@ fn names_a_target_cannot_hold_are_reported() {
     )
     .unwrap_err();
     assert!(
-        error.to_string().contains("b/x.jpg") && error.to_string().contains("same stem"),
+        error.to_string().contains("b/x.jpg")
+            && error.to_string().contains("same key")
+            && error.to_string().contains("webdataset"),
         "{error}"
     );
     assert!(!dir.path().join("t.taridx").exists());
@@ -274,10 +276,16 @@ fn names_that_are_not_utf8_are_refused_not_replaced() {
 fn repeated_names_are_refused_by_convert_and_extract() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("twice_0000.tar");
-    let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
-    tar.append("a.txt", b"first").unwrap();
-    tar.append("a.txt", b"second").unwrap();
-    std::fs::write(&shard, tar.finish().unwrap()).unwrap();
+    // TarWriter refuses a repeated name: join two archives instead, as
+    // `tar -A` would.
+    let archive = |data: &[u8]| {
+        let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
+        tar.append_bytes("a.txt", data).unwrap();
+        tar.finish().unwrap()
+    };
+    let first = archive(b"first");
+    let joined = [&first[..first.len() - 1024], &archive(b"second")].concat();
+    std::fs::write(&shard, joined).unwrap();
     let index = dir.path().join("twice.taridx");
     binfmt_taridx::index_shards(&[shard], binfmt_taridx::IndexOptions::default(), || {})
         .unwrap()
@@ -318,15 +326,53 @@ fn progress_counts_every_entry() {
     .unwrap();
     assert_eq!(seen.take(), [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
 
+    // Extraction runs on several threads: every count is reported once.
     let source = open(&source).unwrap();
-    let progress = |done, all| seen.borrow_mut().push((done, all));
+    let reported = std::sync::Mutex::new(Vec::new());
+    let progress = |done, all| reported.lock().unwrap().push((done, all));
     binfmt::extract(
         source.as_ref(),
         dir.path().join("x"),
         &ExtractOptions::default().progress(&progress),
     )
     .unwrap();
-    assert_eq!(seen.take(), [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
+    let mut reported = reported.into_inner().unwrap();
+    reported.sort_unstable();
+    assert_eq!(reported, [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
+}
+
+/// tskit's tables share stems (`nodes/metadata`, `individuals/metadata`):
+/// glzn's keys refuse them and say to key by the whole path, which works.
+#[test]
+fn tskit_style_keys_need_the_webdataset_key_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("tables.kas");
+    let mut writer = binfmt_kastore::Writer::new();
+    for key in ["nodes/metadata", "individuals/metadata", "nodes/time"] {
+        writer
+            .insert_raw(key, binfmt_kastore::ItemType::Uint8, key.as_bytes())
+            .unwrap();
+    }
+    writer.write_file(&store).unwrap();
+    let glzn = dir.path().join("glzn/t.taridx");
+    let error = convert(&store, &glzn, Format::Taridx, &ConvertOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("\"individuals/metadata\"")
+            && error.contains("\"nodes/metadata\"")
+            && error.contains("--taridx-keys webdataset"),
+        "{error}"
+    );
+    let wds = dir.path().join("wds/t.taridx");
+    let options = ConvertOptions::default().taridx_keys(binfmt_taridx::KeyRule::WebDataset);
+    convert(&store, &wds, Format::Taridx, &options).unwrap();
+    let back = open(&wds).unwrap();
+    assert_eq!(
+        back.read("individuals/metadata").unwrap(),
+        b"individuals/metadata"
+    );
+    assert_eq!(back.list().unwrap().len(), 3);
 }
 
 /// A kastore of every element type, its extremes included.

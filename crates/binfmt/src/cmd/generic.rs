@@ -279,9 +279,16 @@ pub struct ConvertArgs {
     /// ARCX only: the dialect to write.
     #[arg(long, value_enum, default_value = "spec")]
     dialect: DialectArg,
-    /// TARIDX only: the largest shard in bytes.
+    /// TARIDX only: the largest shard in bytes (a sample is never split).
     #[arg(long, default_value_t = 1 << 30)]
     shard_size: u64,
+    /// TARIDX only: the most samples in one shard.
+    #[arg(long, default_value_t = u64::MAX, hide_default_value = true)]
+    shard_samples: u64,
+    /// TARIDX only: how member names become sample keys (glzn: the basename
+    /// before its first dot; webdataset: the whole path before it).
+    #[arg(long, value_enum, default_value = "glzn")]
+    taridx_keys: crate::cmd::taridx::KeyRuleArg,
     /// PAR4 only: compress chunks with LZ4.
     #[arg(long)]
     lz4: bool,
@@ -297,6 +304,8 @@ pub fn convert(args: &ConvertArgs) -> CommandResult {
     let options = binfmt::ConvertOptions::default()
         .arcx_dialect(args.dialect.into())
         .shard_size(args.shard_size)
+        .shard_samples(args.shard_samples)
+        .taridx_keys(args.taridx_keys.into())
         .par4_compression(if args.lz4 {
             binfmt_parcode::Compression::Lz4
         } else {
