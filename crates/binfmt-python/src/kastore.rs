@@ -311,10 +311,10 @@ macro_rules! with_element {
 
 /// A read-only numpy array of `bytes`, in place: `owner` keeps them alive
 /// and becomes the array's base.
-fn view<'py, T: numpy::Element>(
+pub(crate) fn view<'py, T: numpy::Element>(
     py: Python<'py>,
     bytes: &[u8],
-    owner: &Bound<'py, StoreBytes>,
+    owner: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut dims = [(bytes.len() / size_of::<T>()) as npy_intp];
     let descr = numpy::dtype::<T>(py).into_dtype_ptr();
@@ -340,7 +340,7 @@ fn view<'py, T: numpy::Element>(
             ptr::null_mut(),
         );
         let array = Bound::from_owned_ptr_or_err(py, array)?;
-        let base = owner.clone().into_any().into_ptr();
+        let base = owner.clone().into_ptr();
         if PY_ARRAY_API.PyArray_SetBaseObject(py, array.as_ptr().cast(), base) < 0 {
             return Err(PyErr::fetch(py));
         }
@@ -639,7 +639,8 @@ impl NativeStore {
         };
         let owner = bytes.bind(py);
         let data = loaded.catalog.bytes(&owner.get().window, entry);
-        let array = with_element!(entry.item_type, T => view::<T>(py, data, owner))?.unbind();
+        let array =
+            with_element!(entry.item_type, T => view::<T>(py, data, owner.as_any()))?.unbind();
         if let Some(slot) = loaded.arrays.get_mut(index) {
             *slot = Some(array.clone_ref(py));
         }

@@ -7,6 +7,7 @@
 //! - [`kastore`]: kastore stores as numpy arrays, read-only views of a map
 //!   (no copy) or arrays that own their memory, and the writer;
 //! - [`arcx`]: ARCX archives, entries streamed as Python file objects;
+//! - [`taridx`]: TARIDX datasets for training loops, and their sampler;
 //! - [`entries`]: the umbrella library (`binfmt.open`, `convert`, `sniff`);
 //! - [`errors`]: every Rust error as a Python exception carrying its message;
 //! - [`pyio`]: Python file objects and handed-over descriptors as Rust I/O.
@@ -28,6 +29,7 @@ pub mod entries;
 pub mod errors;
 pub mod kastore;
 pub mod pyio;
+pub mod taridx;
 
 /// The module `binfmt._binfmt`.
 #[pymodule]
@@ -38,5 +40,6 @@ fn binfmt_python(module: &Bound<'_, PyModule>) -> PyResult<()> {
     kastore::register(module)?;
     arcx::register(module)?;
     entries::register(module)?;
+    taridx::register(module)?;
     Ok(())
 }

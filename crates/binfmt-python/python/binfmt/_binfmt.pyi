@@ -163,3 +163,51 @@ def convert(
     src: str, dst: str, to: str, dialect: str = "spec", shard_size: int = ...
 ) -> dict[str, Any]:
     """Converts a file into another format."""
+
+# TARIDX --------------------------------------------------------------------
+
+def taridx_index(
+    shards: list[str], out: str, key_rule: str = "glzn", jobs: Optional[int] = None
+) -> None:
+    """Indexes shards into an index file."""
+
+def taridx_index_fold(
+    root: str, fold: str, key_rule: str = "glzn", jobs: Optional[int] = None
+) -> str:
+    """Indexes a fold's shards; returns the index path."""
+
+class _MemberBytes:
+    """A member's payload in a mapped shard: the base of its zero-copy views."""
+
+class _NativeDataset:
+    """An index with its shards, as samples."""
+
+    def __init__(
+        self,
+        index: str,
+        shards: list[str],
+        extensions: list[str],
+        open_shards: int,
+        map_shards: bool,
+    ) -> None: ...
+    def __len__(self) -> int: ...
+    def sample(self, index: int, zero_copy: bool = False) -> dict[str, Any]: ...
+    def lookup(self, key: str, zero_copy: bool = False) -> Optional[dict[str, Any]]: ...
+    def extensions(self) -> list[str]: ...
+    @property
+    def key_rule(self) -> str: ...
+    def sample_shards(self) -> np.ndarray: ...
+    def open_shard_count(self) -> int: ...
+    def verify(self) -> int: ...
+
+def sample_order(
+    n: int,
+    seed: int,
+    epoch: int,
+    shuffle: bool,
+    chunks: Optional[list[int]],
+    rank: int,
+    world_size: int,
+    drop_last: bool,
+) -> np.ndarray:
+    """One rank's sample order for one epoch."""
