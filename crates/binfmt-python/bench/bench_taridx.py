@@ -82,11 +82,12 @@ def write_shards(directory: str, shards: int, per_shard: int) -> list[str]:
 
 
 def payload(sample: dict) -> dict:
-    return {
+    members = {
         k: (v.read() if hasattr(v, "read") else bytes(v))
         for k, v in sample.items()
-        if k.startswith(".") or k == "__key__"
+        if k.startswith(".")
     }
+    return {"__key__": sample["__key__"], **members}
 
 
 def rate(function, count: int, repeat: int) -> float:
@@ -106,6 +107,8 @@ def main() -> None:
     parser.add_argument("--accesses", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    import webdataset  # noqa: F401  (before the torch stand-ins of wids_module)
+
     wids = wids_module()
 
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
