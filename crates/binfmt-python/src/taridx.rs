@@ -12,7 +12,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use binfmt_taridx::{Dataset, DatasetOptions, IndexOptions, KeyRule, MemberReader, Row};
+use binfmt_core::layout::IntoBytes;
+use binfmt_taridx::{
+    Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
+};
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
@@ -25,6 +28,7 @@ use crate::kastore::view;
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeDataset>()?;
     module.add_class::<MemberBytes>()?;
+    module.add_class::<NativeIndex>()?;
     module.add_function(wrap_pyfunction!(taridx_index, module)?)?;
     module.add_function(wrap_pyfunction!(taridx_index_fold, module)?)?;
     module.add_function(wrap_pyfunction!(sample_order, module)?)?;
@@ -78,6 +82,89 @@ fn taridx_index_fold(
     let options = index_options(key_rule, jobs)?;
     py.detach(|| binfmt_taridx::index_fold(&root, fold, options, || {}))
         .map_err(taridx_error)
+}
+
+/// A TARIDX index file, checked when opened (header and blocks; rows are
+/// checked by `verify`).
+#[pyclass(frozen, module = "binfmt.taridx", name = "_NativeIndex")]
+#[derive(Debug)]
+pub struct NativeIndex {
+    index: Index,
+}
+
+#[pymethods]
+impl NativeIndex {
+    /// Opens the index at `path` (mapped).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let index = py.detach(|| Index::open(&path)).map_err(taridx_error)?;
+        Ok(Self { index })
+    }
+
+    /// `(major, minor)`.
+    #[getter]
+    fn version(&self) -> (u16, u16) {
+        self.index.version()
+    }
+
+    /// The number of rows (members).
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.index.num_rows()
+    }
+
+    /// The extensions, in extension-id order.
+    #[getter]
+    fn extensions(&self) -> Vec<String> {
+        self.index.extensions().to_vec()
+    }
+
+    /// `"glzn"` or `"webdataset"`.
+    #[getter]
+    fn key_rule(&self) -> &'static str {
+        self.index.key_rule().name()
+    }
+
+    /// Whether each sample's rows are one run.
+    #[getter]
+    fn is_contiguous(&self) -> bool {
+        self.index.is_contiguous()
+    }
+
+    /// The crash stems: keys whose hash another key already has, in crash-id
+    /// order (crash id 1 first).
+    fn crash_stems(&self) -> Vec<String> {
+        self.index.crash_stems().map(str::to_owned).collect()
+    }
+
+    /// The rows' 32-byte records as a uint8 array: of the mapped index
+    /// itself (read-only, no copy; it keeps the index alive), or a copy when
+    /// the index is not in memory.
+    fn row_bytes<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        match slf.get().index.rows_in_memory() {
+            Some(rows) => view::<u8>(py, rows.as_bytes(), slf.as_any()),
+            None => {
+                let rows = slf.get().index.rows().map_err(taridx_error)?;
+                Ok(PyArray1::from_slice(py, rows.as_bytes()).into_any())
+            }
+        }
+    }
+
+    /// Checks every row (and, with `shards` in fid order, every row against
+    /// its tar header); returns the payload bytes.
+    #[pyo3(signature = (shards = None))]
+    fn verify(&self, py: Python<'_>, shards: Option<Vec<PathBuf>>) -> PyResult<u64> {
+        py.detach(|| {
+            let files = shards.map(ShardFiles::new);
+            self.index.verify(
+                files
+                    .as_ref()
+                    .map(|files| files as &dyn binfmt_taridx::ShardSet),
+            )
+        })
+        .map_err(taridx_error)
+    }
 }
 
 /// The payload of one member in a mapped shard: the base object of its

@@ -286,3 +286,23 @@ def test_same_samples_as_webdataset(wds_shards):
         for s in wds.WebDataset(shards, shardshuffle=False)
     ]
     assert ours == theirs
+
+
+def test_index(wds_shards):
+    index, shards, data = wds_shards
+    idx = taridx.Index(index)
+    assert idx.num_rows == len(idx) == 3 * SAMPLES
+    assert idx.key_rule == "webdataset" and idx.is_contiguous
+    assert sorted(idx.extensions) == ["cls", "jpg", "json"]
+    assert idx.crash_stems == []
+    rows = idx.rows
+    assert rows.dtype == taridx.ROW_DTYPE and len(rows) == idx.num_rows
+    assert not rows.flags.writeable and not rows.flags.owndata  # the mapped index
+    assert set(rows["fid"].tolist()) == set(range(len(shards)))
+    jpg = idx.extensions.index("jpg")
+    sizes = rows["size"][rows["extid"] == jpg]
+    assert sorted(sizes.tolist()) == sorted(len(d["jpg"]) for d in data.values())
+    total = sum(len(v) for d in data.values() for v in d.values())
+    assert idx.verify() == total == idx.verify(shards)
+    del idx
+    assert len(rows) == 3 * SAMPLES  # the rows keep the index mapped

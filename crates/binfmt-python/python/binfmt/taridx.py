@@ -33,7 +33,7 @@ import numpy as np
 
 from . import BinfmtError, _binfmt
 
-__all__ = ["BinfmtError", "Dataset", "Sampler", "index", "index_fold"]
+__all__ = ["BinfmtError", "Dataset", "Index", "ROW_DTYPE", "Sampler", "index", "index_fold"]
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -67,6 +67,84 @@ def index_fold(
     return os.fspath(
         _binfmt.taridx_index_fold(os.fspath(root), fold, key_rule=key_rule, jobs=jobs)
     )
+
+
+#: One 32-byte row of an index: the member's shard id, the offset of its
+#: tar header, its payload size, its extension id, its crash id and the
+#: xxh64 of its sample key.
+ROW_DTYPE = np.dtype(
+    [
+        ("fid", "<u2"),
+        ("offset", "<u8"),
+        ("size", "<u8"),
+        ("extid", "<u2"),
+        ("crashid", "<u4"),
+        ("keyhash", "<u8"),
+    ]
+)
+
+
+class Index:
+    """A TARIDX index file, checked when opened (header, extension and
+    crash-stem blocks); :meth:`verify` checks the rows.
+
+    ``rows`` is a read-only numpy structured array (:data:`ROW_DTYPE`) of
+    the mapped index itself, made without a copy.
+    """
+
+    def __init__(self, path: StrPath) -> None:
+        self.path = os.fspath(path)
+        self._native = _binfmt._NativeIndex(self.path)
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """``(major, minor)``."""
+        return self._native.version
+
+    @property
+    def num_rows(self) -> int:
+        """The number of members indexed."""
+        return self._native.num_rows
+
+    @property
+    def extensions(self) -> list[str]:
+        """The extensions, by extension id."""
+        return self._native.extensions
+
+    @property
+    def key_rule(self) -> str:
+        """``"glzn"`` or ``"webdataset"``."""
+        return self._native.key_rule
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Whether every sample's rows are one run."""
+        return self._native.is_contiguous
+
+    @property
+    def crash_stems(self) -> list[str]:
+        """Keys whose hash an earlier key has, by crash id (from 1)."""
+        return self._native.crash_stems()
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Every row, as a structured array (:data:`ROW_DTYPE`)."""
+        return self._native.row_bytes().view(ROW_DTYPE)
+
+    def verify(self, shards: Optional[Sequence[StrPath]] = None) -> int:
+        """Checks every row (ids in range, no aliasing or overlap, totals);
+        with ``shards`` (in shard-id order) also every row against its tar
+        header. Returns the payload bytes; raises ``binfmt.BinfmtError`` on
+        the first problem."""
+        return self._native.verify(
+            None if shards is None else [os.fspath(shard) for shard in shards]
+        )
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    def __repr__(self) -> str:
+        return f"<binfmt.taridx.Index {self.path!r}: {self.num_rows} rows>"
 
 
 def _fold_shards(index_path: str) -> list[str]:
