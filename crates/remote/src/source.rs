@@ -21,6 +21,32 @@ use crate::options::{FirstRead, RemoteOptions, Stats, Warning};
 /// Ranges given to `will_read` that are remembered for read-ahead.
 const MAX_HINTS: usize = 1024;
 
+/// The most bytes one request asks for: larger ranges are split (and the
+/// pieces fetched concurrently), so no single request runs into the request
+/// timeout and memory holds at most `concurrency` pieces beyond the caller's
+/// buffer.
+const MAX_REQUEST: u64 = 16 << 20;
+
+/// `range` in pieces of at most [`MAX_REQUEST`] bytes.
+fn split(range: Range<u64>) -> impl Iterator<Item = Range<u64>> {
+    let mut at = range.start;
+    std::iter::from_fn(move || {
+        (at < range.end).then(|| {
+            let end = range.end.min(at.saturating_add(MAX_REQUEST));
+            let piece = at..end;
+            at = end;
+            piece
+        })
+    })
+}
+
+/// Why [`RemoteSource::fetch_each`] stopped.
+enum Stopped {
+    /// The server ignores ranges: read the whole object instead.
+    RangesIgnored,
+    Error(RemoteError),
+}
+
 /// An object over HTTP(S) or S3, read by range requests.
 ///
 /// Opening makes one request, a range GET of the object's last (or first)
@@ -121,9 +147,6 @@ fn list_in(
     Ok(listed)
 }
 
-/// A fetched range, or why not.
-type Outcome = (Range<u64>, Result<Bytes, Failure>);
-
 /// What the opening request found.
 enum Opened {
     Ranged(Fetched),
@@ -137,6 +160,12 @@ impl RemoteSource {
     /// AWS environment variables (see the crate docs).
     pub fn open(url: &str, options: &RemoteOptions) -> Result<Self> {
         let location = Location::parse(url)?;
+        if location.is_directory() || location.path.as_ref().is_empty() {
+            return Err(RemoteError::InvalidUrl {
+                url: location.display,
+                why: "names a directory, not an object".into(),
+            });
+        }
         let family = Arc::new(Family::new(&location, options)?);
         Self::open_in(family, location)
     }
@@ -314,20 +343,47 @@ impl RemoteSource {
         Ok(fetched.bytes)
     }
 
-    /// Fetches `ranges` with at most the configured number of requests in
-    /// flight.
-    fn fetch_all(&self, ranges: Vec<Range<u64>>) -> Result<Vec<Outcome>> {
+    /// Fetches `ranges` (each split into requests of at most
+    /// [`MAX_REQUEST`] bytes) with at most the configured number of requests
+    /// in flight, handing each answer to `handle` as it arrives, so memory
+    /// holds at most the requests in flight. Stops at the first failure
+    /// and returns it.
+    fn fetch_each(
+        &self,
+        ranges: Vec<Range<u64>>,
+        mut handle: impl FnMut(u64, Bytes),
+    ) -> Result<(), Stopped> {
         let concurrency = self.family.options.concurrency;
-        self.family.block_on(&self.location.display, async {
-            let fetches = ranges.into_iter().map(|range| async move {
-                let result = self.fetch(range.clone()).await;
-                (range, result)
-            });
-            Ok(futures_util::stream::iter(fetches)
-                .buffer_unordered(concurrency)
-                .collect()
-                .await)
-        })
+        let requests = ranges.into_iter().flat_map(split);
+        let outcome = self
+            .family
+            .block_on(&self.location.display, async {
+                let fetches = requests.map(|range| async move {
+                    let result = self.fetch(range.clone()).await;
+                    (range, result)
+                });
+                let mut answers = futures_util::stream::iter(fetches).buffer_unordered(concurrency);
+                while let Some((range, result)) = answers.next().await {
+                    match result {
+                        Ok(bytes) => handle(range.start, bytes),
+                        Err(failure) => return Ok(Err((range, failure))),
+                    }
+                }
+                Ok(Ok(()))
+            })
+            .map_err(Stopped::Error)?;
+        match outcome {
+            Ok(()) => Ok(()),
+            Err((_, Failure::RangesIgnored)) => Err(Stopped::RangesIgnored),
+            Err((range, Failure::NotSatisfiable)) => Err(Stopped::Error(RemoteError::Changed {
+                url: self.location.display.clone(),
+                what: format!(
+                    "bytes {}..{} of a {}-byte object are out of range (HTTP 416)",
+                    range.start, range.end, self.len
+                ),
+            })),
+            Err((_, Failure::Error(error))) => Err(Stopped::Error(error)),
+        }
     }
 
     /// Switches to the whole object (its server ignores ranges): fetched
@@ -407,28 +463,17 @@ impl RemoteSource {
         }
         if !gaps.is_empty() {
             let plan = self.plan(&range, gaps);
-            for (fetched, result) in self.fetch_all(plan)? {
-                match result {
-                    Ok(bytes) => {
-                        copy_into(buf, offset, fetched.start, &bytes);
-                        self.keep(fetched.start, &bytes);
-                    }
-                    Err(Failure::RangesIgnored) => {
-                        let whole = self.go_whole()?;
-                        copy_into(buf, offset, 0, &whole);
-                        break;
-                    }
-                    Err(Failure::NotSatisfiable) => {
-                        return Err(RemoteError::Changed {
-                            url: self.location.display.clone(),
-                            what: format!(
-                                "bytes {}..{} of a {}-byte object are out of range (HTTP 416)",
-                                fetched.start, fetched.end, self.len
-                            ),
-                        });
-                    }
-                    Err(Failure::Error(error)) => return Err(error),
+            let fetched = self.fetch_each(plan, |start, bytes| {
+                copy_into(buf, offset, start, &bytes);
+                self.keep(start, &bytes);
+            });
+            match fetched {
+                Ok(()) => {}
+                Err(Stopped::RangesIgnored) => {
+                    let whole = self.go_whole()?;
+                    copy_into(buf, offset, 0, &whole);
                 }
+                Err(Stopped::Error(error)) => return Err(error),
             }
         }
         self.last_end.store(end, Ordering::Relaxed);
@@ -609,18 +654,9 @@ impl binfmt_core::Source for RemoteSource {
         if plan.is_empty() {
             return;
         }
-        let Ok(results) = self.fetch_all(plan) else {
-            return;
-        };
-        for (range, result) in results {
-            match result {
-                Ok(bytes) => self.keep(range.start, &bytes),
-                Err(Failure::RangesIgnored) => {
-                    let _ = self.go_whole();
-                    return;
-                }
-                Err(_) => {}
-            }
+        let fetched = self.fetch_each(plan, |start, bytes| self.keep(start, &bytes));
+        if let Err(Stopped::RangesIgnored) = fetched {
+            let _ = self.go_whole();
         }
     }
 }
@@ -628,6 +664,20 @@ impl binfmt_core::Source for RemoteSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_ranges_are_split_into_bounded_requests() {
+        let pieces: Vec<_> = split(10..10 + 2 * MAX_REQUEST + 5).collect();
+        assert_eq!(
+            pieces,
+            [
+                10..10 + MAX_REQUEST,
+                10 + MAX_REQUEST..10 + 2 * MAX_REQUEST,
+                10 + 2 * MAX_REQUEST..15 + 2 * MAX_REQUEST
+            ]
+        );
+        assert_eq!(split(5..5).count(), 0);
+    }
 
     #[test]
     fn copies_only_the_overlap() {
