@@ -379,6 +379,35 @@ fn a_replaced_object_is_an_error_never_a_mix() {
     assert!(source.bytes_at(5000, 1000, "announced").is_err());
 }
 
+/// Without an ETag, size and modification time are compared instead.
+#[test]
+fn a_server_without_etags_is_pinned_by_size_and_time() {
+    let Some(servers) = servers() else { return };
+    let name = unique("noetag");
+    let data = pseudo_random_bytes(18, 100_000);
+    publish(servers, &name, &data);
+    let url = format!("{}/noetag/{name}", servers.nginx);
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&warnings);
+    let options = options().on_warning(move |warning| seen.lock().unwrap().push(warning.clone()));
+    let source = RemoteSource::open(&url, &options).unwrap();
+    assert_eq!(source.etag(), None);
+    assert_eq!(
+        *warnings.lock().unwrap(),
+        vec![Warning::NoStrongEtag { url: url.clone() }]
+    );
+    assert_eq!(
+        &source.bytes_at(10, 1000, "before").unwrap()[..],
+        &data[10..1010]
+    );
+    publish(servers, &name, &pseudo_random_bytes(19, 100_001));
+    let error = source.bytes_at(50_000, 1000, "after").unwrap_err();
+    assert!(
+        matches!(remote_error(&error), RemoteError::Changed { .. }),
+        "{error}"
+    );
+}
+
 #[test]
 fn a_wrong_secret_is_refused_without_showing_it() {
     let Some(servers) = servers() else { return };
@@ -404,6 +433,9 @@ fn a_missing_object_is_one_line_naming_the_url() {
     let Some(servers) = servers() else { return };
     let http = format!("{}/{}", servers.nginx, unique("missing"));
     let s3 = format!("s3://{}/missing/{}", servers.s3_bucket, unique("missing"));
+    let bucket = format!("s3://{}/", servers.s3_bucket);
+    let error = RemoteSource::open(&bucket, &options()).unwrap_err();
+    assert!(matches!(error, RemoteError::InvalidUrl { .. }), "{error}");
     for (url, options) in [
         (http, options()),
         (s3, s3_options(servers, &servers.s3_secret_access_key)),
