@@ -414,8 +414,9 @@ impl RemoteSource {
 
     /// What to fetch for the `gaps` of a read of `range`: each gap exactly,
     /// except that the last one reaches ahead when the read is sequential or
-    /// inside a range announced by `will_read` (up to the read-ahead size,
-    /// the announced range's end, and the next cached bytes).
+    /// inside a range announced by `will_read` (up to the read-ahead size or
+    /// half the memory cache, whichever is less, the announced range's end,
+    /// and the next cached bytes).
     fn plan(&self, range: &Range<u64>, mut gaps: Vec<Range<u64>>) -> Vec<Range<u64>> {
         let sequential = self.last_end.load(Ordering::Relaxed) == range.start;
         let Some(last) = gaps.last_mut() else {
@@ -430,11 +431,10 @@ impl RemoteSource {
             (None, true) => self.len,
             (None, false) => return gaps,
         };
-        let ahead = last
-            .start
-            .saturating_add(self.family.options.read_ahead)
-            .min(limit)
-            .min(self.len);
+        // A window the memory cache cannot keep would be fetched again by
+        // the next read: at most half of it.
+        let window = (self.family.options.read_ahead).min(self.family.options.memory_cache / 2);
+        let ahead = last.start.saturating_add(window).min(limit).min(self.len);
         if ahead > last.end {
             let (_, beyond) = lock(&self.family.memory).lookup(self.id, last.end..ahead, false);
             if let Some(free) = beyond.first().filter(|free| free.start == last.end) {
@@ -613,10 +613,10 @@ impl binfmt_core::Source for RemoteSource {
     }
 
     /// Fetches the ranges not cached yet, those less than the coalescing
-    /// gap apart by one request, several requests at once; up to half the
-    /// memory cache is fetched now, the rest is left to the reads (which
-    /// read ahead inside these ranges). Failures are left for the reads to
-    /// report.
+    /// gap apart by one request (split at 16 MiB), several requests at
+    /// once; the first half of the memory cache's worth is fetched now, the
+    /// rest is left to the reads (which read ahead inside these ranges).
+    /// Failures are left for the reads to report.
     fn will_read(&self, ranges: &[Range<u64>]) {
         if self.is_whole() {
             return;
@@ -641,14 +641,14 @@ impl binfmt_core::Source for RemoteSource {
         if let Some(object) = &self.disk {
             missing = object.missing(missing);
         }
-        let budget = self.family.options.memory_cache / 2;
-        let mut planned = 0u64;
+        let mut budget = self.family.options.memory_cache / 2;
         let plan: Vec<Range<u64>> = self
             .merged(missing)
             .into_iter()
-            .take_while(|range| {
-                planned += range.end - range.start;
-                planned <= budget
+            .map_while(|range| {
+                let take = (range.end - range.start).min(budget);
+                budget -= take;
+                (take > 0).then(|| range.start..range.start + take)
             })
             .collect();
         if plan.is_empty() {

@@ -288,6 +288,41 @@ fn sequential_reads_read_ahead() {
     assert_eq!(source.stats().bytes, 40 + 3_000_000 - 40);
 }
 
+/// An announced range larger than the memory cache allows: its first half
+/// cache's worth now, the rest by read-ahead windows the cache can hold, so
+/// every byte is fetched once.
+#[test]
+fn a_large_announced_range_is_fetched_once_within_the_cache() {
+    let Some(servers) = servers() else { return };
+    let name = unique("large-hint");
+    let data = pseudo_random_bytes(22, 3_000_000);
+    publish(servers, &name, &data);
+    let options = options().with_memory_cache(1 << 20);
+    let source = RemoteSource::open(&format!("{}/{name}", servers.nginx), &options).unwrap();
+    source.will_read(&[0..3_000_000]);
+    assert_eq!(
+        (source.stats().requests, source.stats().bytes),
+        (2, 40 + 524_288)
+    );
+    let mut all = Vec::new();
+    let mut reader = source.reader(0, 3_000_000, "stream").unwrap();
+    let mut buf = vec![0; 65_536];
+    loop {
+        let n = reader.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        all.extend_from_slice(&buf[..n]);
+    }
+    assert!(all == data);
+    // 524 288..3 000 000 in five windows of at most 512 KiB (the 40-byte
+    // tail read at open was the least recently used and went first).
+    assert_eq!(
+        (source.stats().requests, source.stats().bytes),
+        (7, 3_000_040)
+    );
+}
+
 #[test]
 fn s3_signed_ranges_equal_the_object() {
     let Some(servers) = servers() else { return };
