@@ -618,6 +618,40 @@ fn servers_that_ignore_ranges_are_read_whole_once_with_a_warning() {
     }
 }
 
+/// The S3 client is held to the same checks: pointed (path-style) at the
+/// misbehaving server and at http.server, whose first path component is
+/// then the "bucket".
+#[test]
+fn the_s3_client_checks_answers_too() {
+    let Some(servers) = servers() else { return };
+    let name = unique("s3-checks");
+    let data = pseudo_random_bytes(23, 60_000);
+    publish(servers, &name, &data);
+    let at = |endpoint: &str| {
+        options()
+            .with_s3_setting("AWS_ENDPOINT_URL", endpoint)
+            .with_s3_setting("AWS_ACCESS_KEY_ID", "unchecked")
+            .with_s3_setting("AWS_SECRET_ACCESS_KEY", "unchecked-secret")
+            .with_s3_setting("AWS_ALLOW_HTTP", "true")
+    };
+    let misbehaving = at(&servers.misbehaving);
+    let source = RemoteSource::open(&format!("s3://ok/{name}"), &misbehaving).unwrap();
+    assert_ranges(&source, &data);
+    let error = RemoteSource::open(&format!("s3://wrong-suffix/{name}"), &misbehaving).unwrap_err();
+    assert!(matches!(error, RemoteError::WrongRange { .. }), "{error}");
+    let error = RemoteSource::open(&format!("s3://short/{name}"), &misbehaving).unwrap_err();
+    assert!(matches!(error, RemoteError::ShortBody { .. }), "{error}");
+
+    let bucket = format!("bucket-{}", std::process::id());
+    fs::create_dir_all(servers.www.join(&bucket)).unwrap();
+    fs::write(servers.www.join(&bucket).join(&name), &data).unwrap();
+    let source =
+        RemoteSource::open(&format!("s3://{bucket}/{name}"), &at(&servers.http_server)).unwrap();
+    assert!(source.is_whole());
+    assert_eq!(source.stats().whole_objects, 1);
+    assert_ranges(&source, &data);
+}
+
 #[test]
 fn the_disk_cache_serves_a_second_source_without_requests() {
     let Some(servers) = servers() else { return };
