@@ -144,11 +144,39 @@ pub(crate) struct Fetched {
     pub bytes: Bytes,
 }
 
+/// The runtime, which can be dropped anywhere: inside another runtime's
+/// context (where dropping a runtime would block, which tokio refuses) it is
+/// shut down in the background.
+#[derive(Debug)]
+struct Driver(Option<Runtime>);
+
+impl Driver {
+    fn block_on<T>(&self, url: &str, future: impl Future<Output = Result<T>>) -> Result<T> {
+        match &self.0 {
+            Some(runtime) => runtime.block_on(future),
+            None => Err(RemoteError::Setup {
+                url: url.to_owned(),
+                message: "the I/O runtime is shut down".into(),
+            }),
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// The store, runtime, counters and caches a source shares with its
 /// siblings.
 #[derive(Debug)]
 pub(crate) struct Family {
-    runtime: Runtime,
+    runtime: Driver,
     store: Arc<dyn ObjectStore>,
     scheme: Scheme,
     base: String,
@@ -233,7 +261,7 @@ impl Family {
             None => None,
         };
         Ok(Self {
-            runtime,
+            runtime: Driver(Some(runtime)),
             store,
             scheme: location.scheme,
             base: location.base.clone(),
@@ -272,16 +300,25 @@ impl Family {
         }
     }
 
-    /// Runs `future` to its end on this family's runtime. Refused inside
-    /// another async runtime, where blocking would stall (or panic).
-    pub fn block_on<T>(&self, url: &str, future: impl Future<Output = Result<T>>) -> Result<T> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return Err(RemoteError::Setup {
-                url: url.to_owned(),
-                message: "remote sources are synchronous: call them outside an async runtime (e.g. from spawn_blocking)".into(),
-            });
+    /// Runs `future` to its end on this family's runtime. Inside another
+    /// runtime's context (where tokio refuses to block), it runs on a thread
+    /// of its own while the caller waits: a synchronous source blocks its
+    /// caller either way.
+    pub fn block_on<T: Send>(
+        &self,
+        url: &str,
+        future: impl Future<Output = Result<T>> + Send,
+    ) -> Result<T> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.runtime.block_on(url, future);
         }
-        self.runtime.block_on(future)
+        std::thread::scope(|scope| scope.spawn(|| self.runtime.block_on(url, future)).join())
+            .unwrap_or_else(|_| {
+                Err(RemoteError::Setup {
+                    url: url.to_owned(),
+                    message: "the I/O thread failed".into(),
+                })
+            })
     }
 
     /// GET of `range` (the whole object for `None`), pinned to `pin`'s

@@ -351,7 +351,7 @@ impl RemoteSource {
     fn fetch_each(
         &self,
         ranges: Vec<Range<u64>>,
-        mut handle: impl FnMut(u64, Bytes),
+        mut handle: impl FnMut(u64, Bytes) + Send,
     ) -> Result<(), Stopped> {
         let concurrency = self.family.options.concurrency;
         let requests = ranges.into_iter().flat_map(split);

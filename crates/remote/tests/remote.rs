@@ -753,6 +753,27 @@ fn threads_share_one_source() {
     }
 }
 
+/// Called from inside an async runtime (where tokio refuses to block), a
+/// source still works, blocking its caller.
+#[test]
+fn sources_work_inside_an_async_runtime() {
+    let Some(servers) = servers() else { return };
+    let name = unique("async");
+    let data = pseudo_random_bytes(24, 100_000);
+    publish(servers, &name, &data);
+    let url = format!("{}/{name}", servers.nginx);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let got = runtime.block_on(async {
+        let source = RemoteSource::open(&url, &options()).unwrap();
+        source.will_read(&[0..10, 50_000..50_010]);
+        source.bytes_at(1000, 5000, "inside").unwrap().into_owned()
+    });
+    assert_eq!(got, data[1000..6000]);
+}
+
 #[test]
 fn siblings_share_the_client_and_listing_needs_s3() {
     let Some(servers) = servers() else { return };
