@@ -95,6 +95,10 @@ pub mod interop {
         /// nginx's access log: `$connection METHOD URI STATUS BYTES
         /// range="..." if_match="..."` per request.
         pub nginx_access_log: PathBuf,
+        /// nginx over HTTPS (`https://127.0.0.1:PORT`, same locations).
+        pub nginx_https: String,
+        /// The CA (PEM) that signed nginx's certificate.
+        pub test_ca: PathBuf,
         /// Python's `http.server`, which ignores ranges.
         pub http_server: String,
         /// tests/python/misbehaving_server.py: `{misbehaving}/MODE/NAME`.
@@ -109,6 +113,35 @@ pub mod interop {
         pub s3_secret_access_key: String,
         /// The region to sign for.
         pub s3_region: String,
+    }
+
+    impl Servers {
+        /// nginx's access-log lines about `NAME` (`... /NAME ...`), once at
+        /// least `at_least` are there and none has arrived for 100 ms: nginx
+        /// writes a line after it has answered, so the client can be done
+        /// first. Gives up waiting after 5 s.
+        pub fn nginx_log(&self, name: &str, at_least: usize) -> Vec<String> {
+            let needle = format!("/{name} ");
+            let read = || -> Vec<String> {
+                std::fs::read_to_string(&self.nginx_access_log)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|line| line.contains(&needle))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let started = std::time::Instant::now();
+            let mut lines = read();
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let again = read();
+                let settled = again.len() == lines.len() && again.len() >= at_least;
+                lines = again;
+                if settled || started.elapsed() > std::time::Duration::from_secs(5) {
+                    return lines;
+                }
+            }
+        }
     }
 
     /// The running test servers, or `None` with a note when
@@ -130,6 +163,8 @@ pub mod interop {
                 www: PathBuf::from(var("BINFMT_SERVERS_WWW")?),
                 nginx: var("BINFMT_NGINX_URL")?,
                 nginx_access_log: PathBuf::from(var("BINFMT_NGINX_ACCESS_LOG")?),
+                nginx_https: var("BINFMT_NGINX_HTTPS_URL")?,
+                test_ca: PathBuf::from(var("BINFMT_TEST_CA")?),
                 http_server: var("BINFMT_HTTP_SERVER_URL")?,
                 misbehaving: var("BINFMT_MISBEHAVING_URL")?,
                 s3_endpoint: var("BINFMT_S3_ENDPOINT")?,

@@ -224,7 +224,7 @@ impl Family {
                     .with_retry(retry)
                     .with_http_connector(connector)
                     .build()
-                    .map_err(|error| setup(one_line(&error.to_string())))?,
+                    .map_err(|error| setup(describe(&error)))?,
             ),
             Scheme::S3 => {
                 let mut builder = AmazonS3Builder::from_env();
@@ -249,11 +249,7 @@ impl Family {
                         builder = builder.with_config(key, format!("{}ms", value.as_millis()));
                     }
                 }
-                Arc::new(
-                    builder
-                        .build()
-                        .map_err(|error| setup(one_line(&error.to_string())))?,
-                )
+                Arc::new(builder.build().map_err(|error| setup(describe(&error)))?)
             }
         };
         let disk = match &options.cache_dir {
@@ -418,6 +414,25 @@ pub(crate) fn strong_etag(meta: &ObjectMeta) -> Option<&str> {
     meta.e_tag.as_deref().filter(|etag| !etag.starts_with("W/"))
 }
 
+/// An error's message with its root cause (what reqwest or rustls said,
+/// such as an unknown certificate issuer, which object_store's own message
+/// leaves out), on one line.
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut root = None;
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        root = Some(inner);
+        cause = inner.source();
+    }
+    if let Some(root) = root.map(ToString::to_string)
+        && !message.contains(&root)
+    {
+        message = format!("{message}: {root}");
+    }
+    one_line(&message)
+}
+
 /// Collapses whitespace and caps the length: messages are one line.
 pub(crate) fn one_line(text: &str) -> String {
     const MAX: usize = 300;
@@ -474,7 +489,7 @@ fn classify(
         object_store::Error::Precondition { .. } => changed_412(url, pin),
         other => RemoteError::Request {
             url,
-            message: one_line(&other.to_string()),
+            message: describe(&other),
         },
     })
 }
@@ -546,6 +561,19 @@ mod tests {
         assert!(!matches_range("bytes=0-9", Some("bytes 1-10/100")));
         assert!(!matches_range("bytes=0-9", None));
         assert!(!matches_range("bytes=0-9", Some("bytes */100")));
+    }
+
+    #[test]
+    fn messages_end_with_the_root_cause() {
+        let root = std::io::Error::other("invalid peer certificate: UnknownIssuer");
+        let error = object_store::Error::Generic {
+            store: "HTTP",
+            source: Box::new(root),
+        };
+        assert_eq!(
+            describe(&error),
+            "Generic HTTP error: invalid peer certificate: UnknownIssuer"
+        );
     }
 
     #[test]

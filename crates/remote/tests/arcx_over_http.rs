@@ -21,13 +21,10 @@ use binfmt_remote::{RemoteOptions, RemoteSource};
 use binfmt_tests::interop::{Servers, arcx, servers};
 use binfmt_tests::{pseudo_random_bytes, write_tree};
 
-/// Requests and body bytes nginx logged for `name`.
-fn logged(servers: &Servers, name: &str) -> (u64, u64) {
-    let log = fs::read_to_string(&servers.nginx_access_log).unwrap_or_default();
-    let lines: Vec<&str> = log
-        .lines()
-        .filter(|line| line.contains(&format!("/{name} ")))
-        .collect();
+/// Requests and body bytes nginx logged for `name` (at least `at_least`
+/// requests).
+fn logged(servers: &Servers, name: &str, at_least: usize) -> (u64, u64) {
+    let lines = servers.nginx_log(name, at_least);
     let bytes = lines
         .iter()
         .map(|line| line.split(' ').nth(4).unwrap().parse::<u64>().unwrap())
@@ -78,7 +75,7 @@ fn a_small_file_costs_no_more_than_arcx_does() {
         .unwrap();
     assert!(run.status.success(), "{run:?}");
     assert_eq!(fs::read(&out).unwrap(), files["small03.txt"]);
-    let reference = logged(servers, &theirs);
+    let reference = logged(servers, &theirs, 1);
 
     let source = RemoteSource::open(
         &format!("{}/{ours}", servers.nginx),
@@ -86,9 +83,9 @@ fn a_small_file_costs_no_more_than_arcx_does() {
     )
     .unwrap();
     let archive = Archive::new(source).unwrap();
-    let opened = logged(servers, &ours);
+    let opened = logged(servers, &ours, archive.source().stats().requests as usize);
     assert_eq!(archive.read("small03.txt").unwrap(), files["small03.txt"]);
-    let got = logged(servers, &ours);
+    let got = logged(servers, &ours, archive.source().stats().requests as usize);
     eprintln!(
         "arcx 0.3.0 get: {} requests, {} bytes; binfmt: open {} requests, {} bytes; get {} requests, {} bytes (archive {} bytes)",
         reference.0,

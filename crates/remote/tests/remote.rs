@@ -122,11 +122,12 @@ fn assert_ranges(source: &RemoteSource, data: &[u8]) {
     }
 }
 
-/// nginx access-log lines about `name`: (connection, range, if_match).
-fn nginx_log(servers: &Servers, name: &str) -> Vec<(String, String, String)> {
-    let log = fs::read_to_string(&servers.nginx_access_log).unwrap_or_default();
-    log.lines()
-        .filter(|line| line.contains(&format!("/{name} ")))
+/// nginx access-log lines about `name`, at least `at_least` of them:
+/// (connection, range, if_match).
+fn nginx_log(servers: &Servers, name: &str, at_least: u64) -> Vec<(String, String, String)> {
+    servers
+        .nginx_log(name, at_least as usize)
+        .iter()
         .map(|line| {
             let field = |key: &str| {
                 line.split(&format!("{key}=\""))
@@ -170,7 +171,7 @@ fn opening_reads_the_tail_and_learns_the_size() {
     let footer = source.bytes_at(100_000 - 40, 40, "footer").unwrap();
     assert_eq!(&footer[..], &data[100_000 - 40..]);
     assert_eq!(source.stats().requests, 1);
-    let log = nginx_log(servers, &name);
+    let log = nginx_log(servers, &name, 1);
     assert_eq!(log.len(), 1);
     assert_eq!((log[0].1.as_str(), log[0].2.as_str()), ("bytes=-40", ""));
 
@@ -239,7 +240,7 @@ fn requests_and_bytes_are_exact_for_a_known_sequence() {
     }
     assert_eq!(spent(&source, before), (0, 0));
 
-    let log = nginx_log(servers, &name);
+    let log = nginx_log(servers, &name, source.stats().requests);
     assert_eq!(log.len() as u64, source.stats().requests);
     assert_eq!(log[0].1, "bytes=-40");
     assert_eq!(log[0].2, "");
@@ -361,6 +362,40 @@ fn s3_reads_the_aws_environment() {
         .env("AWS_SECRET_ACCESS_KEY", &servers.s3_secret_access_key)
         .env("AWS_REGION", &servers.s3_region)
         .env("AWS_ALLOW_HTTP", "true")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("1 passed"), "{stdout}");
+}
+
+/// HTTPS: the server's certificate is checked against the system's trust
+/// store, which `SSL_CERT_FILE` extends; the test runs itself again with the
+/// test CA there. Without it the connection is refused.
+#[test]
+fn https_checks_the_certificate() {
+    let Some(servers) = servers() else { return };
+    const CHILD: &str = "BINFMT_REMOTE_TEST_CHILD_HTTPS";
+    if let Ok(url) = std::env::var(CHILD) {
+        let source = RemoteSource::open(&url, &options()).unwrap();
+        assert_eq!(&source.bytes_at(0, 7, "head").unwrap()[..], b"secured");
+        return;
+    }
+    let name = unique("https");
+    publish(servers, &name, b"secured over TLS");
+    let url = format!("{}/{name}", servers.nginx_https);
+    let error = RemoteSource::open(&url, &options()).unwrap_err();
+    assert!(matches!(error, RemoteError::Request { .. }), "{error}");
+    assert!(error.to_string().starts_with(&url), "{error}");
+    assert!(error.to_string().contains("UnknownIssuer"), "{error}");
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "https_checks_the_certificate", "--nocapture"])
+        .env(CHILD, &url)
+        .env("SSL_CERT_FILE", &servers.test_ca)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -716,7 +751,8 @@ fn will_read_fetches_in_parallel_within_the_bound() {
     assert_eq!(spent(&source, before), (0, 0));
     // Several connections at once (the pool keeps one otherwise), never
     // more than the bound.
-    let log = nginx_log(servers, &name);
+    let log = nginx_log(servers, &name, source.stats().requests);
+    assert_eq!(log.len() as u64, source.stats().requests);
     let mut connections: Vec<&str> = log[1..].iter().map(|(c, _, _)| c.as_str()).collect();
     connections.sort_unstable();
     connections.dedup();
