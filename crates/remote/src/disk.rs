@@ -97,8 +97,8 @@ impl DiskCache {
         })
     }
 
-    /// Notes `added` new bytes and deletes the least recently used files
-    /// while the directory holds more than the limit.
+    /// Notes `added` new bytes; past the limit, deletes the least recently
+    /// used files until the directory holds at most 90% of it.
     fn grew(&self, added: u64) {
         let mut used = lock(&self.used);
         let total = match *used {
@@ -109,11 +109,14 @@ impl DiskCache {
         if total <= self.limit {
             return;
         }
+        // Down to 90% of the limit, so that the next writes do not walk the
+        // directory again at once.
+        let target = self.limit - self.limit / 10;
         let mut files = self.files();
         files.sort();
         let mut total: u64 = files.iter().map(|file| file.2).sum();
         for (_, path, len) in files {
-            if total <= self.limit {
+            if total <= target {
                 break;
             }
             if fs::remove_file(&path).is_ok() {
