@@ -40,10 +40,20 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Requests, body bytes and whole-object fetches of one family.
 #[derive(Debug, Default)]
-pub(crate) struct Counters {
+pub struct Counters {
     requests: AtomicU64,
     bytes: AtomicU64,
     whole_objects: AtomicU64,
+}
+
+impl Counters {
+    pub fn stats(&self) -> Stats {
+        Stats {
+            requests: self.requests.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            whole_objects: self.whole_objects.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// One request and what came back, as [`Counting`] saw it.
@@ -198,7 +208,10 @@ impl Family {
             .enable_all()
             .build()
             .map_err(|error| setup(format!("cannot start the I/O runtime: {error}")))?;
-        let counters = Arc::new(Counters::default());
+        let counters = options
+            .tally
+            .as_ref()
+            .map_or_else(Arc::default, |tally| Arc::clone(&tally.0));
         let connector = CountingConnector {
             counters: Arc::clone(&counters),
         };
@@ -280,11 +293,7 @@ impl Family {
     }
 
     pub fn stats(&self) -> Stats {
-        Stats {
-            requests: self.counters.requests.load(Ordering::Relaxed),
-            bytes: self.counters.bytes.load(Ordering::Relaxed),
-            whole_objects: self.counters.whole_objects.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
     }
 
     pub fn warn(&self, warning: Warning) {

@@ -64,5 +64,5 @@ mod source;
 
 pub use error::{RemoteError, Result};
 pub use location::is_remote;
-pub use options::{FirstRead, RemoteOptions, Stats, Warning};
+pub use options::{FirstRead, RemoteOptions, Stats, Tally, Warning};
 pub use source::{Listed, RemoteSource, list_prefix};

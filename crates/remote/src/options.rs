@@ -53,6 +53,7 @@ pub struct RemoteOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) timeout: Duration,
     pub(crate) on_warning: Option<WarningHandler>,
+    pub(crate) tally: Option<Tally>,
     pub(crate) s3_settings: Vec<(String, String)>,
 }
 
@@ -79,6 +80,7 @@ impl Default for RemoteOptions {
             connect_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(120),
             on_warning: None,
+            tally: None,
             s3_settings: Vec::new(),
         }
     }
@@ -100,6 +102,7 @@ impl fmt::Debug for RemoteOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("timeout", &self.timeout)
             .field("on_warning", &self.on_warning.is_some())
+            .field("tally", &self.tally)
             .field(
                 "s3_settings",
                 &self
@@ -232,6 +235,41 @@ impl RemoteOptions {
     pub fn on_warning(mut self, handler: impl Fn(&Warning) + Send + Sync + 'static) -> Self {
         self.on_warning = Some(Arc::new(handler));
         self
+    }
+
+    /// Counts the requests of every source opened with these options in
+    /// `tally`, whatever their server: a program reading several URLs
+    /// reports its whole cost from one place. Each source's
+    /// [`crate::RemoteSource::stats`] then shows the tally's totals.
+    pub fn with_tally(mut self, tally: Tally) -> Self {
+        self.tally = Some(tally);
+        self
+    }
+
+    /// The tally sources count into, if one was given.
+    pub fn tally(&self) -> Option<&Tally> {
+        self.tally.as_ref()
+    }
+}
+
+/// Counters that sources opened with the same [`RemoteOptions::with_tally`]
+/// share; a clone counts into the same totals.
+///
+/// ```
+/// use binfmt_remote::{RemoteOptions, Tally};
+///
+/// let tally = Tally::default();
+/// let options = RemoteOptions::default().with_tally(tally.clone());
+/// // ... open sources with `options`, read ...
+/// assert_eq!(tally.stats().requests, 0);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Tally(pub(crate) Arc<crate::client::Counters>);
+
+impl Tally {
+    /// Requests and bytes so far, over every source counting here.
+    pub fn stats(&self) -> Stats {
+        self.0.stats()
     }
 }
 
