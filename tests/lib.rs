@@ -41,11 +41,14 @@ pub mod interop {
 
     /// Where `.ci/setup-interop` installs: under the build directory.
     fn installed(relative: &str) -> PathBuf {
+        target_dir().join("interop").join(relative)
+    }
+
+    /// The build directory: `$CARGO_TARGET_DIR` or `target/`.
+    fn target_dir() -> PathBuf {
         std::env::var_os("CARGO_TARGET_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| super::workspace_root().join("target"))
-            .join("interop")
-            .join(relative)
     }
 
     /// The Python interpreter with the reference packages:
@@ -77,6 +80,111 @@ pub mod interop {
     /// A script under `tests/python/`.
     pub fn python_script(name: &str) -> PathBuf {
         super::workspace_root().join("tests/python").join(name)
+    }
+
+    /// The servers `bash .ci/servers start` runs on 127.0.0.1, as it wrote
+    /// them to `target/servers.env` (or `$BINFMT_SERVERS_ENV`).
+    #[derive(Debug, Clone)]
+    pub struct Servers {
+        /// The document root nginx, `http.server` and the misbehaving server
+        /// serve: tests write the files they read there.
+        pub www: PathBuf,
+        /// nginx: `{nginx}/NAME` with ranges and ETags, `{nginx}/norange/NAME`
+        /// ignoring ranges, `{nginx}/noetag/NAME` without ETags.
+        pub nginx: String,
+        /// nginx's access log: `$connection METHOD URI STATUS BYTES
+        /// range="..." if_match="..."` per request.
+        pub nginx_access_log: PathBuf,
+        /// nginx over HTTPS (`https://127.0.0.1:PORT`, same locations).
+        pub nginx_https: String,
+        /// The CA (PEM) that signed nginx's certificate.
+        pub test_ca: PathBuf,
+        /// Python's `http.server`, which ignores ranges.
+        pub http_server: String,
+        /// tests/python/misbehaving_server.py: `{misbehaving}/MODE/NAME`.
+        pub misbehaving: String,
+        /// SeaweedFS's S3 endpoint (`http://127.0.0.1:PORT`).
+        pub s3_endpoint: String,
+        /// The bucket the tests use (created at start).
+        pub s3_bucket: String,
+        /// The one identity's access key.
+        pub s3_access_key_id: String,
+        /// Its secret.
+        pub s3_secret_access_key: String,
+        /// The region to sign for.
+        pub s3_region: String,
+    }
+
+    impl Servers {
+        /// nginx's access-log lines about `NAME` (`... /NAME ...`), once at
+        /// least `at_least` are there and none has arrived for 100 ms: nginx
+        /// writes a line after it has answered, so the client can be done
+        /// first. Gives up waiting after 5 s.
+        pub fn nginx_log(&self, name: &str, at_least: usize) -> Vec<String> {
+            let needle = format!("/{name} ");
+            let read = || -> Vec<String> {
+                std::fs::read_to_string(&self.nginx_access_log)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|line| line.contains(&needle))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let started = std::time::Instant::now();
+            let mut lines = read();
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let again = read();
+                let settled = again.len() == lines.len() && again.len() >= at_least;
+                lines = again;
+                if settled || started.elapsed() > std::time::Duration::from_secs(5) {
+                    return lines;
+                }
+            }
+        }
+    }
+
+    /// The running test servers, or `None` with a note when
+    /// `target/servers.env` is absent (a failure under
+    /// `BINFMT_INTEROP=require`).
+    pub fn servers() -> Option<&'static Servers> {
+        static SERVERS: std::sync::OnceLock<Option<Servers>> = std::sync::OnceLock::new();
+        let servers = SERVERS.get_or_init(|| {
+            let path = std::env::var_os("BINFMT_SERVERS_ENV")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| target_dir().join("servers.env"));
+            let text = std::fs::read_to_string(&path).ok()?;
+            let vars: std::collections::HashMap<&str, &str> = text
+                .lines()
+                .filter_map(|line| line.split_once('='))
+                .collect();
+            let var = |name: &str| -> Option<String> { vars.get(name).map(|v| (*v).to_owned()) };
+            Some(Servers {
+                www: PathBuf::from(var("BINFMT_SERVERS_WWW")?),
+                nginx: var("BINFMT_NGINX_URL")?,
+                nginx_access_log: PathBuf::from(var("BINFMT_NGINX_ACCESS_LOG")?),
+                nginx_https: var("BINFMT_NGINX_HTTPS_URL")?,
+                test_ca: PathBuf::from(var("BINFMT_TEST_CA")?),
+                http_server: var("BINFMT_HTTP_SERVER_URL")?,
+                misbehaving: var("BINFMT_MISBEHAVING_URL")?,
+                s3_endpoint: var("BINFMT_S3_ENDPOINT")?,
+                s3_bucket: var("BINFMT_S3_BUCKET")?,
+                s3_access_key_id: var("BINFMT_S3_ACCESS_KEY_ID")?,
+                s3_secret_access_key: var("BINFMT_S3_SECRET_ACCESS_KEY")?,
+                s3_region: var("BINFMT_S3_REGION")?,
+            })
+        });
+        match servers {
+            Some(servers) => Some(servers),
+            None => missing_servers(),
+        }
+    }
+
+    fn missing_servers<T>() -> Option<T> {
+        let message = "the test servers (target/servers.env) are not running: run `bash .ci/servers start` (or `bash .ci/test`)";
+        assert!(!required(), "{message}");
+        eprintln!("skipping remote test: {message}");
+        None
     }
 }
 

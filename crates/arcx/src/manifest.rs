@@ -355,7 +355,7 @@ impl<'a> FileEntry<'a> {
     }
 
     /// Its chunks, in file order.
-    pub fn chunks(&self) -> impl ExactSizeIterator<Item = ChunkRecord> + 'a {
+    pub fn chunks(&self) -> impl ExactSizeIterator<Item = ChunkRecord> + use<'a> {
         let chunks = &self.manifest.chunks;
         self.chunk_ids()
             .iter()

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use binfmt_kastore::ItemType;
 
-use crate::entries::{Entry, EntrySource, check_names_carry, open};
+use crate::entries::{Entry, EntrySource, Prefetch, check_names_carry, open};
 use crate::error::{Error, InFile, Result};
 use crate::sniff::Format;
 
@@ -184,6 +184,7 @@ pub fn convert_source(
         read: Cell::new(0),
         total: entries.len() as u64,
         progress,
+        ahead: Prefetch::new(source, &entries),
     };
     let output_name = output.display().to_string();
     let (outputs, written) = match to {
@@ -340,11 +341,13 @@ struct Input<'a> {
     read: Cell<u64>,
     total: u64,
     progress: &'a dyn Fn(u64, u64),
+    ahead: Prefetch<'a>,
 }
 
 impl<'a> Input<'a> {
     /// One entry, as a stream; a failure names the input file and the entry.
     fn open(&self, name: &str) -> Result<Box<dyn Read + 'a>> {
+        self.ahead.before(name);
         let reader = self.source.open(name).map_err(|e| e.in_entry(name))?;
         self.read.set(self.read.get() + 1);
         (self.progress)(self.read.get(), self.total);

@@ -14,15 +14,16 @@
 //! checksum at the end, so reading, extracting and converting move entries
 //! in bounded pieces whatever their size.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use binfmt_core::{ByteSource, FileSource};
+use binfmt_core::{FileSource, Source};
 
 use crate::error::{Error, InFile, Result};
-use crate::sniff::{Format, sniff};
+use crate::sniff::Format;
 
 /// One entry of a listing.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -114,6 +115,21 @@ pub trait EntrySource: Send + Sync {
     /// Checks everything the format can check.
     fn verify(&self) -> Result<()>;
 
+    /// What reading has cost so far, when the file is remote (requests,
+    /// bytes received); `None` for a local file.
+    fn stats(&self) -> Option<binfmt_remote::Stats> {
+        None
+    }
+
+    /// Announces that the entries called `names` will be read next: a
+    /// remote file fetches their bytes together, in merged requests
+    /// several at a time, so reading many entries is limited by bandwidth
+    /// rather than by one round trip each. Names not found are ignored
+    /// (reading them reports it). Does nothing for a local file.
+    fn prefetch(&self, names: &[&str]) {
+        let _ = names;
+    }
+
     /// The bytes of the entry called `name`.
     fn read(&self, name: &str) -> Result<Vec<u8>> {
         let mut bytes = Vec::new();
@@ -165,8 +181,77 @@ impl<'a> ExtractOptions<'a> {
     }
 }
 
-/// Opens `path` as named entries, whatever its format. Files are read by
-/// offset, never mapped, so streaming an entry keeps memory bounded.
+/// How [`open_with`] reaches files.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// For `http://`, `https://` and `s3://` locations: caches, retries,
+    /// S3 settings (`spec/remote.md`).
+    pub remote: binfmt_remote::RemoteOptions,
+}
+
+impl OpenOptions {
+    /// These options reaching remote locations with `remote`.
+    pub fn remote(mut self, remote: binfmt_remote::RemoteOptions) -> Self {
+        self.remote = remote;
+        self
+    }
+}
+
+/// A file's bytes, local or remote, ready for a format's reader.
+#[derive(Debug)]
+pub struct Opened {
+    /// What the location is called in messages: its path or URL.
+    pub file: String,
+    /// The bytes: a local file read by offset, or a remote object.
+    pub source: Box<dyn Source>,
+    /// The remote object, for its request counters and its siblings.
+    pub remote: Option<Arc<binfmt_remote::RemoteSource>>,
+}
+
+impl Opened {
+    /// What reading the location has cost so far, when it is remote.
+    pub fn stats(&self) -> Option<binfmt_remote::Stats> {
+        self.remote.as_ref().map(|remote| remote.stats())
+    }
+}
+
+/// Whether `location` is a URL binfmt reads remotely (`http://`,
+/// `https://`, `s3://`).
+pub fn is_remote(location: impl AsRef<Path>) -> bool {
+    location
+        .as_ref()
+        .to_str()
+        .is_some_and(binfmt_remote::is_remote)
+}
+
+/// Opens the bytes at `location`: a local regular file (read by offset,
+/// never mapped), or an `http://`, `https://` or `s3://` URL read by range
+/// requests.
+pub fn open_source(location: impl AsRef<Path>, options: &OpenOptions) -> Result<Opened> {
+    let location = location.as_ref();
+    let file = location.display().to_string();
+    if let Some(url) = location.to_str().filter(|s| binfmt_remote::is_remote(s)) {
+        let remote = Arc::new(
+            binfmt_remote::RemoteSource::open(url, &options.remote)
+                .map_err(binfmt_core::Error::from)
+                .in_file(&file)?,
+        );
+        return Ok(Opened {
+            file,
+            source: Box::new(Arc::clone(&remote)),
+            remote: Some(remote),
+        });
+    }
+    Ok(Opened {
+        source: Box::new(FileSource::open(location).in_file(&file)?),
+        file,
+        remote: None,
+    })
+}
+
+/// Opens `location` (a path or a URL, see [`open_with`]) as named entries,
+/// whatever its format, with default options.
 ///
 /// # Examples
 ///
@@ -184,21 +269,52 @@ impl<'a> ExtractOptions<'a> {
 /// assert_eq!(text, "alpha");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn EntrySource>> {
-    let path = path.as_ref();
-    let file = path.display().to_string();
-    match sniff(path).in_file(&file)? {
-        Format::Arcx => Ok(Box::new(ArcxEntries {
-            archive: binfmt_arcx::Archive::open(path).in_file(&file)?,
-            file,
-        })),
+pub fn open(location: impl AsRef<Path>) -> Result<Box<dyn EntrySource>> {
+    open_with(location, &OpenOptions::default())
+}
+
+/// Opens `location` as named entries, whatever its format. A local file is
+/// read by offset, never mapped, so streaming an entry keeps memory
+/// bounded; a URL is read by range requests, fetching only what each
+/// operation needs (`spec/remote.md`): the format is told from the object's
+/// last bytes when they say it (ARCX, PAR4), and a TARIDX index finds its
+/// shards beside it by the fold convention.
+pub fn open_with(
+    location: impl AsRef<Path>,
+    options: &OpenOptions,
+) -> Result<Box<dyn EntrySource>> {
+    let opened = open_source(location.as_ref(), options)?;
+    let file = opened.file.clone();
+    let format = if opened.remote.is_some() {
+        crate::sniff::sniff_tail_first(&*opened.source)
+    } else {
+        crate::sniff::sniff_source(&*opened.source)
+    }
+    .in_file(&file)?;
+    let Opened { source, remote, .. } = opened;
+    match format {
+        Format::Arcx => {
+            // Reading needs the footer and the manifest only; a remote
+            // archive leaves the header to `verify`, saving a request.
+            let options = binfmt_arcx::OpenOptions::default().check_header(remote.is_none());
+            Ok(Box::new(ArcxEntries {
+                archive: binfmt_arcx::Archive::with_options(source, options).in_file(&file)?,
+                file,
+                remote,
+            }))
+        }
         Format::Kast => Ok(Box::new(KastEntries {
-            store: binfmt_kastore::Store::new(FileSource::open(path).in_file(&file)?)
-                .in_file(&file)?,
+            store: binfmt_kastore::Store::new(source).in_file(&file)?,
             file,
+            remote,
         })),
-        Format::Par4 => Ok(Box::new(Par4Entries::open(path, file)?)),
-        Format::Taridx => Ok(Box::new(FoldEntries::open(path, file)?)),
+        Format::Par4 => Ok(Box::new(Par4Entries::open(source, file, remote)?)),
+        Format::Taridx => Ok(Box::new(FoldEntries::open(
+            location.as_ref(),
+            source,
+            file,
+            remote,
+        )?)),
         Format::Tar => Err(Error::Unsupported {
             file,
             why: "a tar file: index it with `binfmt taridx index` to read it as entries".into(),
@@ -238,7 +354,9 @@ fn extract_entries<S: EntrySource + ?Sized>(
     let file = source.file();
     let entries = source.list()?;
     check_names_carry(file, &entries)?;
+    let ahead = Prefetch::new(source, &entries);
     for (written, entry) in (1..).zip(&entries) {
+        ahead.before(&entry.name);
         let target = binfmt_core::extract::safe_target(dir, &entry.name).in_file(file)?;
         if binfmt_core::atomic::same_file(&target, Path::new(file)) {
             return Err(Error::CannotHold {
@@ -259,10 +377,75 @@ fn extract_entries<S: EntrySource + ?Sized>(
     Ok(entries.len() as u64)
 }
 
+/// Reading a remote file's entries in a known order, announces them a
+/// window at a time ([`EntrySource::prefetch`]): at most
+/// [`Prefetch::WINDOW_BYTES`] or [`Prefetch::WINDOW_ENTRIES`] ahead, so the
+/// source's memory cache keeps what was fetched until it is read.
+pub(crate) struct Prefetch<'a, S: EntrySource + ?Sized = dyn EntrySource + 'a> {
+    source: &'a S,
+    entries: &'a [Entry],
+    /// Where each name is in `entries`; empty for a local file.
+    position: HashMap<&'a str, usize>,
+    /// The entries announced last: `(start, end)`.
+    window: Cell<(usize, usize)>,
+}
+
+impl<'a, S: EntrySource + ?Sized> Prefetch<'a, S> {
+    const WINDOW_BYTES: u64 = 16 << 20;
+    const WINDOW_ENTRIES: usize = 1024;
+
+    /// Windows over `entries`, when `source` is remote.
+    pub(crate) fn new(source: &'a S, entries: &'a [Entry]) -> Self {
+        let position = if source.stats().is_some() {
+            entries
+                .iter()
+                .enumerate()
+                .map(|(i, entry)| (entry.name.as_str(), i))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        Self {
+            source,
+            entries,
+            position,
+            window: Cell::new((0, 0)),
+        }
+    }
+
+    /// Called before the entry `name` is read: announces the window
+    /// starting at it unless it is in the last one.
+    pub(crate) fn before(&self, name: &str) {
+        let Some(&start) = self.position.get(name) else {
+            return;
+        };
+        let (from, to) = self.window.get();
+        if (from..to).contains(&start) {
+            return;
+        }
+        let mut bytes = 0u64;
+        let names: Vec<&str> = self
+            .entries
+            .iter()
+            .skip(start)
+            .take(Self::WINDOW_ENTRIES)
+            .take_while(|entry| {
+                let first = bytes == 0;
+                bytes = bytes.saturating_add(entry.size);
+                first || bytes <= Self::WINDOW_BYTES
+            })
+            .map(|entry| entry.name.as_str())
+            .collect();
+        self.source.prefetch(&names);
+        self.window.set((start, start + names.len()));
+    }
+}
+
 /// An ARCX archive: its files, with directories and symlinks listed by kind.
 struct ArcxEntries {
-    archive: binfmt_arcx::Archive,
+    archive: binfmt_arcx::Archive<Box<dyn Source>>,
     file: String,
+    remote: Option<Arc<binfmt_remote::RemoteSource>>,
 }
 
 impl EntrySource for ArcxEntries {
@@ -303,6 +486,17 @@ impl EntrySource for ArcxEntries {
         self.archive.verify().map(|_| ()).in_file(&self.file)
     }
 
+    fn prefetch(&self, names: &[&str]) {
+        if self.remote.is_some() {
+            self.archive
+                .prefetch(names.iter().filter_map(|name| self.archive.find(name)));
+        }
+    }
+
+    fn stats(&self) -> Option<binfmt_remote::Stats> {
+        self.remote.as_ref().map(|remote| remote.stats())
+    }
+
     fn extract_to(&self, dir: &Path, options: &ExtractOptions) -> Result<u64> {
         let arcx_options = binfmt_arcx::ExtractOptions::default().symlinks(options.symlinks);
         let summary = self
@@ -337,13 +531,15 @@ pub fn open_stream(reader: &mut impl Read, name: &str) -> Result<Box<dyn EntrySo
     Ok(Box::new(KastEntries {
         store,
         file: name.to_owned(),
+        remote: None,
     }))
 }
 
 /// A kastore file: its keys, each array's bytes as stored.
-struct KastEntries<S = FileSource> {
+struct KastEntries<S = Box<dyn Source>> {
     store: binfmt_kastore::Store<S>,
     file: String,
+    remote: Option<Arc<binfmt_remote::RemoteSource>>,
 }
 
 impl<S: binfmt_core::Source> KastEntries<S> {
@@ -385,12 +581,28 @@ impl<S: binfmt_core::Source> EntrySource for KastEntries<S> {
         // array's bytes are there.
         Ok(())
     }
+
+    fn prefetch(&self, names: &[&str]) {
+        if self.remote.is_some() {
+            let ranges: Vec<std::ops::Range<u64>> = names
+                .iter()
+                .filter_map(|name| self.store.find(name))
+                .map(|item| item.offset()..item.offset().saturating_add(item.byte_len()))
+                .collect();
+            self.store.source().will_read(&ranges);
+        }
+    }
+
+    fn stats(&self) -> Option<binfmt_remote::Stats> {
+        self.remote.as_ref().map(|remote| remote.stats())
+    }
 }
 
 /// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`.
 struct Par4Entries {
-    parfile: binfmt_parcode::ParFile,
+    parfile: binfmt_parcode::ParFile<Vec<u8>>,
     file: String,
+    remote: Option<Arc<binfmt_remote::RemoteSource>>,
     /// The whole map, once a listing has decoded it (a value's size is
     /// only known decoded); reads are then lookups instead of decoding the
     /// entry a second time.
@@ -398,12 +610,18 @@ struct Par4Entries {
 }
 
 impl Par4Entries {
-    fn open(path: &Path, file: String) -> Result<Self> {
-        let parfile =
-            binfmt_parcode::ParFile::new(ByteSource::open(path).in_file(&file)?).in_file(&file)?;
+    fn open(
+        source: Box<dyn Source>,
+        file: String,
+        remote: Option<Arc<binfmt_remote::RemoteSource>>,
+    ) -> Result<Self> {
+        let bytes = binfmt_core::source::read_vec_at(&*source, 0, source.len(), "PAR4 file")
+            .in_file(&file)?;
+        let parfile = binfmt_parcode::ParFile::new(bytes).in_file(&file)?;
         Ok(Self {
             parfile,
             file,
+            remote,
             loaded: OnceLock::new(),
         })
     }
@@ -471,6 +689,10 @@ impl EntrySource for Par4Entries {
     fn verify(&self) -> Result<()> {
         self.parfile.verify().map(|_| ()).in_file(&self.file)
     }
+
+    fn stats(&self) -> Option<binfmt_remote::Stats> {
+        self.remote.as_ref().map(|remote| remote.stats())
+    }
 }
 
 /// A TARIDX index with its fold's shards beside it, its rows named by the
@@ -478,25 +700,149 @@ impl EntrySource for Par4Entries {
 /// as rows need them, a bounded number at a time, and every member's tar
 /// header is checked against its row before its bytes are read.
 struct FoldEntries {
-    dataset: binfmt_taridx::Dataset,
+    dataset: binfmt_taridx::Dataset<Box<dyn Source>>,
     file: String,
+    remote: Option<Arc<binfmt_remote::RemoteSource>>,
+}
+
+/// Opens the TARIDX index at `location` (a path or an `http://`,
+/// `https://` or `s3://` URL) with its fold's shards beside it: the
+/// `FOLD_*.tar` files in its directory; for a URL, the objects under the
+/// same prefix (S3 lists them) or, where the server cannot list (plain
+/// HTTP), `FOLD_0000.tar`, `FOLD_0001.tar`, ... as many as the rows point
+/// into. Opening reads the index only; each shard is opened when a row
+/// first needs it.
+///
+/// # Examples
+///
+/// ```no_run
+/// let dataset = binfmt::open_dataset("https://example.org/data/train.taridx", &Default::default())?;
+/// let rows = dataset.lookup("000123");
+/// dataset.prefetch(&rows); // one request for the sample's members
+/// for row in &rows {
+///     let mut member = dataset.member(row)?;
+///     std::io::copy(&mut member, &mut std::io::sink())?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_dataset(
+    location: impl AsRef<Path>,
+    options: &OpenOptions,
+) -> Result<binfmt_taridx::Dataset<Box<dyn Source>>> {
+    let opened = open_source(location.as_ref(), options)?;
+    let file = opened.file.clone();
+    fold_dataset(
+        location.as_ref(),
+        opened.source,
+        &file,
+        opened.remote.as_ref(),
+    )
+}
+
+/// The dataset of the index at `location`, read through `source`.
+fn fold_dataset(
+    location: &Path,
+    source: Box<dyn Source>,
+    file: &str,
+    remote: Option<&Arc<binfmt_remote::RemoteSource>>,
+) -> Result<binfmt_taridx::Dataset<Box<dyn Source>>> {
+    let fold = fold_of(location).ok_or_else(|| Error::Unsupported {
+        file: file.to_owned(),
+        why: "the index file name has no fold name (FOLD.taridx)".into(),
+    })?;
+    let index = binfmt_taridx::Index::new(source).in_file(file)?;
+    let options = binfmt_taridx::DatasetOptions::default();
+    match remote {
+        None => {
+            let root = location
+                .parent()
+                .filter(|parent| !parent.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            let shards = binfmt_taridx::fold_shards(&root, &fold).in_file(file)?;
+            binfmt_taridx::Dataset::new(index, binfmt_taridx::ShardFiles::new(shards), options)
+        }
+        Some(remote) => {
+            let shards = RemoteShards::of(remote, &fold, &index).in_file(file)?;
+            binfmt_taridx::Dataset::new(index, shards, options)
+        }
+    }
+    .in_file(file)
 }
 
 impl FoldEntries {
-    fn open(path: &Path, file: String) -> Result<Self> {
-        let fold = path
-            .file_stem()
-            .and_then(|stem| stem.to_str())
-            .ok_or_else(|| Error::Unsupported {
-                file: file.clone(),
-                why: "the index file name has no fold name".into(),
-            })?;
-        let root = path
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let shards = binfmt_taridx::fold_shards(&root, fold).in_file(&file)?;
-        let dataset = binfmt_taridx::Dataset::open(path, &shards).in_file(&file)?;
-        Ok(Self { dataset, file })
+    fn open(
+        location: &Path,
+        source: Box<dyn Source>,
+        file: String,
+        remote: Option<Arc<binfmt_remote::RemoteSource>>,
+    ) -> Result<Self> {
+        Ok(Self {
+            dataset: fold_dataset(location, source, &file, remote.as_ref())?,
+            file,
+            remote,
+        })
+    }
+}
+
+/// The fold a `FOLD.taridx` location names.
+fn fold_of(location: &Path) -> Option<String> {
+    let name = location.to_str()?.rsplit('/').next()?;
+    let fold = name.strip_suffix(".taridx")?;
+    (!fold.is_empty()).then(|| fold.to_owned())
+}
+
+/// A remote fold's shards: siblings of its index, opened on first use.
+#[derive(Debug)]
+struct RemoteShards {
+    index: Arc<binfmt_remote::RemoteSource>,
+    names: Vec<String>,
+}
+
+impl RemoteShards {
+    fn of(
+        index: &Arc<binfmt_remote::RemoteSource>,
+        fold: &str,
+        rows: &binfmt_taridx::Index<Box<dyn Source>>,
+    ) -> binfmt_taridx::Result<Self> {
+        let names = match index.list_siblings() {
+            Ok(listed) => {
+                binfmt_taridx::fold_shard_names(fold, listed.iter().map(|item| item.name.as_str()))
+            }
+            Err(binfmt_remote::RemoteError::Unsupported { .. }) => {
+                let count = rows.shard_count()?;
+                (0..count)
+                    .map(|fid| format!("{fold}_{fid:04}.tar"))
+                    .collect()
+            }
+            Err(error) => return Err(binfmt_core::Error::from(error).into()),
+        };
+        Ok(Self {
+            index: Arc::clone(index),
+            names,
+        })
+    }
+}
+
+impl binfmt_taridx::ShardSet for RemoteShards {
+    fn count(&self) -> usize {
+        self.names.len()
+    }
+
+    fn name(&self, fid: u16) -> PathBuf {
+        let name = self.names.get(usize::from(fid)).map_or("?", String::as_str);
+        let dir = self.index.url().rsplit_once('/').map_or("", |(dir, _)| dir);
+        PathBuf::from(format!("{dir}/{name}"))
+    }
+
+    fn open(&self, fid: u16) -> binfmt_taridx::Result<Arc<dyn Source>> {
+        let name = self.names.get(usize::from(fid)).ok_or_else(|| {
+            binfmt_taridx::TaridxError::from(binfmt_core::Error::corrupt(
+                "fold",
+                format!("no shard {fid}"),
+            ))
+        })?;
+        let shard = self.index.sibling(name).map_err(binfmt_core::Error::from)?;
+        Ok(Arc::new(shard))
     }
 }
 
@@ -511,11 +857,18 @@ impl EntrySource for FoldEntries {
 
     fn list(&self) -> Result<Vec<Entry>> {
         // Full member names (GNU long names and pax paths included) come
-        // from each row's tar header, checked against the row.
-        self.dataset
-            .rows()
-            .iter()
-            .map(|row| {
+        // from each row's tar header, checked against the row; a remote
+        // fold's headers are announced a window of rows at a time.
+        const WINDOW: usize = 1024;
+        let rows = self.dataset.rows();
+        rows.iter()
+            .enumerate()
+            .map(|(i, row)| {
+                if self.remote.is_some() && i % WINDOW == 0 {
+                    let window = rows.get(i..).unwrap_or_default();
+                    self.dataset
+                        .prefetch_headers(window.get(..WINDOW).unwrap_or(window));
+                }
                 let member = self.dataset.member_info(row).in_file(&self.file)?;
                 Ok(Entry {
                     name_not_utf8: member.name_not_utf8,
@@ -539,5 +892,19 @@ impl EntrySource for FoldEntries {
 
     fn verify(&self) -> Result<()> {
         self.dataset.verify().map(|_| ()).in_file(&self.file)
+    }
+
+    fn prefetch(&self, names: &[&str]) {
+        if self.remote.is_some() {
+            let rows: Vec<binfmt_taridx::Row> = names
+                .iter()
+                .filter_map(|name| self.dataset.find(name).ok().flatten())
+                .collect();
+            self.dataset.prefetch(&rows);
+        }
+    }
+
+    fn stats(&self) -> Option<binfmt_remote::Stats> {
+        self.remote.as_ref().map(|remote| remote.stats())
     }
 }

@@ -28,6 +28,9 @@ pub mod sniff;
 pub use convert::{
     ConvertOptions, ConvertSummary, TYPES_ENTRY, convert, convert_source, convert_with_progress,
 };
-pub use entries::{Entry, EntrySource, ExtractOptions, extract, open, open_stream};
+pub use entries::{
+    Entry, EntrySource, ExtractOptions, OpenOptions, Opened, extract, is_remote, open,
+    open_dataset, open_source, open_stream, open_with,
+};
 pub use error::{Error, Result};
-pub use sniff::{Format, sniff, sniff_bytes, sniff_source};
+pub use sniff::{Format, sniff, sniff_bytes, sniff_source, sniff_tail_first};

@@ -397,31 +397,40 @@ pub fn fold_shards(root: impl AsRef<Path>, fold: &str) -> Result<Vec<PathBuf>> {
     } else {
         root
     };
-    let entries = std::fs::read_dir(root).with_path(root)?;
-    let prefix = format!("{fold}_");
-    let mut shards = Vec::new();
-    for entry in entries {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(root).with_path(root)? {
         let entry = entry.with_path(root)?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(shard) = name
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.strip_suffix(".tar"))
-        else {
-            continue;
-        };
-        if !shard.contains('_') {
-            shards.push((shard.to_owned(), entry.path()));
+        if let Some(name) = entry.file_name().to_str() {
+            names.push(name.to_owned());
         }
     }
+    let shards = fold_shard_names(fold, names.iter().map(String::as_str));
     if shards.is_empty() {
         return Err(TaridxError::NoShards {
             root: root.to_owned(),
             fold: fold.to_owned(),
         });
     }
-    shards.sort();
-    Ok(shards.into_iter().map(|(_, path)| path).collect())
+    Ok(shards.into_iter().map(|name| root.join(name)).collect())
+}
+
+/// The shards of `fold` among the file `names` of one directory, in fid
+/// order: the names `FOLD_SHARD.tar` whose `SHARD` has no `_`, sorted by
+/// `SHARD` (for listings that are not a local directory: an S3 prefix).
+pub fn fold_shard_names<'a>(fold: &str, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let prefix = format!("{fold}_");
+    let mut shards: Vec<(&str, &str)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let shard = name.strip_prefix(&prefix)?.strip_suffix(".tar")?;
+            (!shard.contains('_')).then_some((shard, name))
+        })
+        .collect();
+    shards.sort_unstable();
+    shards
+        .into_iter()
+        .map(|(_, name)| name.to_owned())
+        .collect()
 }
 
 /// The index path of `fold` in `root`: `ROOT/FOLD.taridx`.

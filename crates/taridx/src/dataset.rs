@@ -8,7 +8,8 @@
 //! offset first ([`Index::check_row`]), so a stale or crafted index never
 //! returns another member's bytes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -21,6 +22,7 @@ use crate::index::{Index, rows_contiguous};
 use crate::keys::keyhash;
 use crate::member::{MemberInfo, MemberReader};
 use crate::shards::{DEFAULT_OPEN_SHARDS, OpenShards, ShardFiles, ShardSet};
+use crate::tar::BLOCK_SIZE;
 
 /// How a dataset opens its shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,7 +269,9 @@ impl<S: Source> Dataset<S> {
     pub fn lookup_verified(&self, key: &str) -> Result<Vec<Row>> {
         let rule = self.index.key_rule();
         let mut rows = Vec::new();
-        for row in self.lookup(key) {
+        let candidates = self.lookup(key);
+        self.prefetch_headers(&candidates);
+        for row in candidates {
             if rule.split(&self.member_info(&row)?.name).key == key {
                 rows.push(row);
             }
@@ -281,10 +285,14 @@ impl<S: Source> Dataset<S> {
     pub fn find(&self, name: &str) -> Result<Option<Row>> {
         let name = String::from_utf8_lossy(crate::tar::normalize(name.as_bytes())).into_owned();
         let split = self.index.key_rule().split(&name);
-        for row in self.lookup(&split.key) {
-            if self.extension(&row) == Some(split.extension.as_str())
-                && self.member_info(&row)?.name == name
-            {
+        let candidates: Vec<Row> = self
+            .lookup(&split.key)
+            .into_iter()
+            .filter(|row| self.extension(row) == Some(split.extension.as_str()))
+            .collect();
+        self.prefetch_headers(&candidates);
+        for row in candidates {
+            if self.member_info(&row)?.name == name {
                 return Ok(Some(row));
             }
         }
@@ -381,6 +389,73 @@ impl<S: Source> Dataset<S> {
         self.shards.get(fid)
     }
 
+    /// Announces that `rows` (a sample's, say) will be read: each shard is
+    /// told the one range from the first member's headers to the last
+    /// member's end, so a source that pays per request (a remote shard)
+    /// fetches a sample in one request instead of one per member. Local
+    /// shards ignore it.
+    pub fn prefetch(&self, rows: &[Row]) {
+        let mut spans: BTreeMap<u16, Range<u64>> = BTreeMap::new();
+        for row in rows {
+            let (start, end) = (Self::header_start(row), Self::member_end(row));
+            spans
+                .entry(row.fid.get())
+                .and_modify(|span| {
+                    span.start = span.start.min(start);
+                    span.end = span.end.max(end);
+                })
+                .or_insert(start..end);
+        }
+        for (fid, span) in spans {
+            self.announce(fid, vec![span]);
+        }
+    }
+
+    /// Announces that the tar headers of `rows` will be read
+    /// ([`Dataset::member_info`], a listing): each shard is told every
+    /// row's header range, payloads left out, so a remote shard fetches
+    /// them in a few merged requests, several at once.
+    pub fn prefetch_headers(&self, rows: &[Row]) {
+        let mut ranges: BTreeMap<u16, Vec<Range<u64>>> = BTreeMap::new();
+        for row in rows {
+            let header_end = row.offset.get().saturating_add(BLOCK_SIZE as u64);
+            ranges
+                .entry(row.fid.get())
+                .or_default()
+                .push(Self::header_start(row)..header_end);
+        }
+        for (fid, ranges) in ranges {
+            self.announce(fid, ranges);
+        }
+    }
+
+    /// Where reading a row's header starts: the lookback that catches the
+    /// pax or GNU records before it.
+    fn header_start(row: &Row) -> u64 {
+        row.offset
+            .get()
+            .saturating_sub(crate::member::NEAR_LOOKBACK)
+    }
+
+    /// Where a row's payload ends (as the row says; checked when read).
+    fn member_end(row: &Row) -> u64 {
+        row.payload_offset().saturating_add(row.size.get())
+    }
+
+    /// Hands `ranges` of shard `fid`, clamped to its length, to its
+    /// [`Source::will_read`]; a shard that cannot be opened is left for the
+    /// read to report.
+    fn announce(&self, fid: u16, ranges: Vec<Range<u64>>) {
+        if let Ok(shard) = self.shards.get(fid) {
+            let len = shard.len();
+            let ranges: Vec<Range<u64>> = ranges
+                .into_iter()
+                .map(|range| range.start.min(len)..range.end.min(len))
+                .collect();
+            shard.will_read(&ranges);
+        }
+    }
+
     /// What the tar header at the row's offset says, checked against the
     /// row ([`Index::check_row`]).
     pub fn member_info(&self, row: &Row) -> Result<MemberInfo> {
@@ -394,6 +469,11 @@ impl<S: Source> Dataset<S> {
     /// against the row.
     pub fn member(&self, row: &Row) -> Result<MemberReader> {
         let shard = self.shard(row)?;
+        // The header and the payload after it: a remote shard fetches both
+        // in one request.
+        let end = Self::member_end(row).min(shard.len());
+        let span = Self::header_start(row).min(end)..end;
+        shard.will_read(std::slice::from_ref(&span));
         let info = self
             .index
             .check_row(&*shard, u64::MAX, row)

@@ -343,6 +343,17 @@ impl<S: Source> Index<S> {
             .record_at(self.off_arr + i * u64::from(ROW_SIZE))?)
     }
 
+    /// How many shards the rows point into: one more than the largest fid
+    /// (reads the rows when they are not in memory).
+    pub fn shard_count(&self) -> Result<usize> {
+        Ok(self
+            .rows()?
+            .iter()
+            .map(|row| usize::from(row.fid.get()) + 1)
+            .max()
+            .unwrap_or(0))
+    }
+
     /// All rows: borrowed in place when the source is in memory, read in one
     /// request otherwise (32 bytes per row, the size of the row region).
     pub fn rows(&self) -> Result<Cow<'_, [Row]>> {

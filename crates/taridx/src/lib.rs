@@ -52,8 +52,8 @@ pub mod tar;
 mod tar_writer;
 
 pub use build::{
-    IndexBuilder, IndexOptions, IndexWriter, fold_index_path, fold_shards, index_fold,
-    index_shards, write_index,
+    IndexBuilder, IndexOptions, IndexWriter, fold_index_path, fold_shard_names, fold_shards,
+    index_fold, index_shards, write_index,
 };
 pub use dataset::{Dataset, DatasetOptions};
 pub use error::{Result, RowProblem, TaridxError};

@@ -107,10 +107,6 @@ pub(crate) fn check_member_with<S: Source + ?Sized>(
     }
     let start = offset - offset.min(lookback);
     let header_end = offset + BLOCK;
-    // The header and the payload after it: a remote source may fetch both.
-    if let Some(end) = member_end {
-        shard.will_read(std::slice::from_ref(&(start..end)));
-    }
     let window = shard.bytes_at(start, header_end - start, "tar header")?;
     let (before, header) = window.split_at(window.len() - BLOCK_SIZE);
     let Some(header) = header.first_chunk::<BLOCK_SIZE>() else {

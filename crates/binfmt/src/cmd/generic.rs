@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use binfmt::{EntrySource, Format};
 
 use crate::cmd::arcx::DialectArg;
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status, failed};
 
 /// Show a file's format, entry count and total size.
@@ -20,11 +21,13 @@ use crate::output::{self, CommandResult, Status, failed};
 #[command(after_help = "Examples:\n  binfmt info data.arcx\n  binfmt info --json tables.trees")]
 pub struct InfoArgs {
     /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input).
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
     pub file: PathBuf,
     /// Print a JSON object: {"path", "format", "entries", "bytes"}.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// List a file's entries, one per line: SIZE<TAB>NAME.
@@ -38,12 +41,14 @@ pub struct InfoArgs {
 )]
 pub struct ListArgs {
     /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input).
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
     pub file: PathBuf,
     /// Print a JSON array of {"name", "size"} (and "kind" where the format
     /// says what an entry is).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Write one entry's bytes to stdout (or -o OUT).
@@ -57,13 +62,15 @@ pub struct ListArgs {
 )]
 pub struct GetArgs {
     /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input).
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
     pub file: PathBuf,
     /// The entry's name, as `list` shows it.
     pub name: String,
     /// Where to write (default: stdout).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Write every entry to a file under DIR named by the entry.
@@ -79,7 +86,7 @@ pub struct GetArgs {
 )]
 pub struct ExtractArgs {
     /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input).
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
     pub file: PathBuf,
     /// The directory to write into (created if missing).
     #[arg(short, long, value_name = "DIR")]
@@ -88,6 +95,8 @@ pub struct ExtractArgs {
     /// DIR only; never followed).
     #[arg(long)]
     pub symlinks: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Check everything the file's format can check.
@@ -95,28 +104,10 @@ pub struct ExtractArgs {
 #[command(after_help = "Examples:\n  binfmt verify data.arcx")]
 pub struct VerifyArgs {
     /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input).
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
     pub file: PathBuf,
-}
-
-/// Opens `path` as entries ("-" as a kastore stream on stdin), requiring
-/// `expect` when a per-format command asks.
-pub fn open(path: &Path, expect: Option<Format>) -> Result<Box<dyn EntrySource>, String> {
-    let source = if path == Path::new("-") {
-        binfmt::open_stream(&mut std::io::stdin().lock(), "<stdin>")
-    } else {
-        binfmt::open(path)
-    }
-    .map_err(failed)?;
-    match expect {
-        Some(expected) if source.format() != expected => Err(format!(
-            "{}: a {} file, not {expected}: use `binfmt {} ...` or the generic commands",
-            path.display(),
-            source.format(),
-            source.format()
-        )),
-        _ => Ok(source),
-    }
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -128,7 +119,12 @@ struct Info {
 }
 
 pub fn info(args: &InfoArgs, expect: Option<Format>) -> CommandResult {
-    let source = open(&args.file, expect)?;
+    args.remote
+        .counted(|session| info_in(session, args, expect))
+}
+
+fn info_in(session: &Session, args: &InfoArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
     let entries = source.list().map_err(failed)?;
     let bytes = entries
         .iter()
@@ -160,9 +156,16 @@ pub fn info(args: &InfoArgs, expect: Option<Format>) -> CommandResult {
 }
 
 pub fn list(args: &ListArgs, expect: Option<Format>) -> CommandResult {
-    let source = open(&args.file, expect)?;
+    args.remote.counted(|session| {
+        let source = session.open(&args.file, expect)?;
+        print_list(&*source, args.json)
+    })
+}
+
+/// Prints `source`'s entries as `list` does.
+fn print_list(source: &dyn EntrySource, json: bool) -> CommandResult {
     let entries = source.list().map_err(failed)?;
-    if args.json {
+    if json {
         output::print_json(&entries)?;
     } else {
         output::to_stdout(|out| {
@@ -175,7 +178,11 @@ pub fn list(args: &ListArgs, expect: Option<Format>) -> CommandResult {
 }
 
 pub fn get(args: &GetArgs, expect: Option<Format>) -> CommandResult {
-    let source = open(&args.file, expect)?;
+    args.remote.counted(|session| get_in(session, args, expect))
+}
+
+fn get_in(session: &Session, args: &GetArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
     let mut reader = source.open(&args.name).map_err(failed)?;
     let file = source.file().to_owned();
     match &args.output {
@@ -214,7 +221,12 @@ pub fn refuse_overwriting_input(input: &Path, output: &Path) -> Result<(), Strin
 }
 
 pub fn extract(args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
-    let source = open(&args.file, expect)?;
+    args.remote
+        .counted(|session| extract_in(session, args, expect))
+}
+
+fn extract_in(session: &Session, args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
     let bar = output::progress(0, "extracting");
     let progress = |done, all| {
         bar.set_length(all);
@@ -234,7 +246,12 @@ pub fn extract(args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
 }
 
 pub fn verify(args: &VerifyArgs, expect: Option<Format>) -> CommandResult {
-    let source = open(&args.file, expect)?;
+    args.remote
+        .counted(|session| verify_in(session, args, expect))
+}
+
+fn verify_in(session: &Session, args: &VerifyArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
     source.verify().map_err(failed)?;
     let entries = source.list().map_err(failed)?;
     output::print(&format!(
@@ -268,7 +285,8 @@ enum TargetArg {
     after_help = "Examples:\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt convert tables.trees -o tables.arcx --to arcx\n  binfmt convert data.kas -o shards/train.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx -o train.arcx --to arcx --dialect arcx-cli"
 )]
 pub struct ConvertArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file,
+    /// or its http(s):// or s3:// URL.
     input: PathBuf,
     /// The file to write (for taridx: DIR/FOLD.taridx).
     #[arg(short, long)]
@@ -292,9 +310,15 @@ pub struct ConvertArgs {
     /// PAR4 only: compress chunks with LZ4.
     #[arg(long)]
     lz4: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 pub fn convert(args: &ConvertArgs) -> CommandResult {
+    args.remote.counted(|session| convert_in(session, args))
+}
+
+fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
     let to = match args.to {
         TargetArg::Taridx => Format::Taridx,
         TargetArg::Arcx => Format::Arcx,
@@ -311,9 +335,11 @@ pub fn convert(args: &ConvertArgs) -> CommandResult {
         } else {
             binfmt_parcode::Compression::None
         });
+    refuse_overwriting_input(&args.input, &args.output)?;
+    let source = session.open(&args.input, None)?;
     let bar = output::progress(0, "converting");
     let summary =
-        binfmt::convert_with_progress(&args.input, &args.output, to, &options, &|done, all| {
+        binfmt::convert_source(source.as_ref(), &args.output, to, &options, &|done, all| {
             bar.set_length(all);
             bar.set_position(done);
         });

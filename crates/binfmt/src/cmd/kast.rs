@@ -9,6 +9,7 @@ use binfmt_core::{ByteSource, Source};
 use binfmt_kastore::{Item, ItemType, Store, Writer};
 
 use crate::cmd::generic;
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
 /// Inspect and build kastore (.kas, tskit .trees) files.
@@ -34,7 +35,8 @@ pub enum Command {
     after_help = "Examples:\n  binfmt kast ls tables.trees\n  binfmt kast list -l tables.trees\n  binfmt kast list --json tables.trees\n  cat tables.trees | binfmt kast ls -"
 )]
 pub struct ListArgs {
-    /// The kastore file ("-" reads standard input).
+    /// The kastore file ("-" reads standard input), or its http(s):// or
+    /// s3:// URL.
     file: PathBuf,
     /// Show type, length and size of each array.
     #[arg(short, long)]
@@ -46,6 +48,8 @@ pub struct ListArgs {
     /// element type; length: elements).
     #[arg(long, conflicts_with_all = ["long", "human_readable"])]
     json: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// Print the values of one array, one per line.
@@ -59,13 +63,16 @@ pub struct ListArgs {
     after_help = "Examples:\n  binfmt kast dump tables.trees nodes/time\n  binfmt kast dump --raw data.kas weights > weights.bin"
 )]
 pub struct DumpArgs {
-    /// The kastore file ("-" reads standard input).
+    /// The kastore file ("-" reads standard input), or its http(s):// or
+    /// s3:// URL.
     file: PathBuf,
     /// The key of the array.
     key: String,
     /// Write the array's little-endian bytes instead of text (as `get`).
     #[arg(long)]
     raw: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// Write a kastore file of typed arrays.
@@ -165,11 +172,13 @@ pub fn run(command: &Command) -> CommandResult {
     }
 }
 
-/// A store from a file (mapped) or from standard input.
-fn open(path: &Path) -> Result<Store<Box<dyn Source>>, String> {
+/// A store from a file (mapped), a URL (read by ranges) or standard input.
+fn open(session: &Session, path: &Path) -> Result<Store<Box<dyn Source>>, String> {
     let store = if path == Path::new("-") {
         Store::read_from(&mut std::io::stdin().lock(), "<stdin>")
             .and_then(|store| Store::new(Box::new(store.into_source()) as Box<dyn Source>))
+    } else if binfmt::is_remote(path) {
+        Store::new(session.source(path)?.source)
     } else {
         ByteSource::open(path)
             .map_err(binfmt_kastore::KastError::from)
@@ -193,7 +202,11 @@ struct Listed<'a> {
 }
 
 fn ls(args: &ListArgs) -> CommandResult {
-    let store = open(&args.file)?;
+    args.remote.counted(|session| ls_in(session, args))
+}
+
+fn ls_in(session: &Session, args: &ListArgs) -> CommandResult {
+    let store = open(session, &args.file)?;
     if args.json {
         let listed: Vec<Listed<'_>> = store
             .items()
@@ -267,7 +280,11 @@ fn human_size(bytes: u64) -> String {
 }
 
 fn dump(args: &DumpArgs) -> CommandResult {
-    let store = open(&args.file)?;
+    args.remote.counted(|session| dump_in(session, args))
+}
+
+fn dump_in(session: &Session, args: &DumpArgs) -> CommandResult {
+    let store = open(session, &args.file)?;
     let item = store
         .get(&args.key)
         .map_err(|error| output::about(&args.file, error))?;
@@ -354,7 +371,11 @@ struct Info {
 }
 
 fn info(args: &generic::InfoArgs) -> CommandResult {
-    let store = open(&args.file)?;
+    args.remote.counted(|session| info_in(session, args))
+}
+
+fn info_in(session: &Session, args: &generic::InfoArgs) -> CommandResult {
+    let store = open(session, &args.file)?;
     let (major, minor) = store.version();
     let info = Info {
         path: args.file.display().to_string(),

@@ -3,12 +3,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use binfmt_core::Source;
 use binfmt_taridx::{
-    Dataset, Index, IndexOptions, KeyRule, MemberReader, Row, TaridxError, fold_index_path,
-    fold_shards, write_index,
+    Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
+    TaridxError, fold_index_path, fold_shards, write_index,
 };
 
 use crate::cmd::generic;
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
 /// Index WebDataset-style tar shards and read samples at random.
@@ -86,11 +88,13 @@ pub struct IndexArgs {
     after_help = "Examples:\n  binfmt taridx info data/train.taridx\n  binfmt taridx info --json data/train.taridx"
 )]
 pub struct InfoArgs {
-    /// The .taridx file.
+    /// The .taridx file, or its http(s):// or s3:// URL.
     file: PathBuf,
     /// Print a JSON object instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// Write one member, or the members of one sample.
@@ -107,7 +111,8 @@ pub struct InfoArgs {
     after_help = "Examples:\n  binfmt taridx get data/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt taridx get data/train.taridx 000123 -o sample/\n  binfmt taridx get data/train.taridx cat/000123.jpg -o 000123.jpg"
 )]
 pub struct GetArgs {
-    /// The .taridx file.
+    /// The .taridx file, or its http(s):// or s3:// URL (the shards are
+    /// then read beside it by range requests, one per sample).
     index: PathBuf,
     /// A member's full name, or a sample key.
     name: String,
@@ -120,6 +125,8 @@ pub struct GetArgs {
     /// Where to write: a file for one member, a directory for a sample.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// Report which folds under a root have a missing or stale index.
@@ -668,7 +675,11 @@ struct Info<'a> {
 }
 
 fn info(args: &InfoArgs) -> CommandResult {
-    let index = Index::open(&args.file).map_err(failed(&args.file))?;
+    args.remote.counted(|session| info_in(session, args))
+}
+
+fn info_in(session: &Session, args: &InfoArgs) -> CommandResult {
+    let index = Index::new(session.source(&args.file)?.source).map_err(failed(&args.file))?;
     let (major, minor) = index.version();
     let info = Info {
         path: args.file.display().to_string(),
@@ -702,47 +713,60 @@ fn info(args: &InfoArgs) -> CommandResult {
     Ok(Status::Success)
 }
 
-/// Opens the dataset of an index: its fold's shards in its directory, or in
-/// `shards`.
-fn open_dataset(index: &Path, shards: Option<&Path>) -> Result<Dataset, String> {
-    let fold = index
-        .file_stem()
-        .and_then(|stem| stem.to_str())
-        .ok_or_else(|| output::about(index, "the index file name has no fold name"))?;
-    let root = match shards {
-        Some(root) => root.to_path_buf(),
-        None => index
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-    };
-    let shards = fold_shards(&root, fold).map_err(failed(&root))?;
-    Dataset::open(index, &shards).map_err(failed(index))
+/// Opens the dataset of an index (a path or a URL): its fold's shards beside
+/// it, or in the local directory `shards`.
+fn open_dataset(
+    session: &Session,
+    index: &Path,
+    shards: Option<&Path>,
+) -> Result<Dataset<Box<dyn Source>>, String> {
+    match shards {
+        None => binfmt::open_dataset(index, session.options()).map_err(output::failed),
+        Some(_) if binfmt::is_remote(index) => Err(output::about(
+            index,
+            "--shards takes a local directory; a remote index reads its shards beside it",
+        )),
+        Some(_) => {
+            let shards = index_shards_of(index, shards)?;
+            let index_source = session.source(index)?.source;
+            let index = Index::new(index_source).map_err(failed(index))?;
+            Dataset::new(index, ShardFiles::new(shards), DatasetOptions::default())
+                .map_err(|error| error.to_string())
+        }
+    }
 }
 
 fn get(args: &GetArgs) -> CommandResult {
-    let dataset = open_dataset(&args.index, args.shards.as_deref())?;
+    args.remote.counted(|session| get_in(session, args))
+}
+
+fn get_in(session: &Session, args: &GetArgs) -> CommandResult {
+    let dataset = open_dataset(session, &args.index, args.shards.as_deref())?;
     let about = failed(&args.index);
     // A full member name first, then a sample key.
     let by_name = match &args.ext {
         None => dataset.find(&args.name).map_err(&about)?,
         Some(_) => None,
     };
-    let rows: Vec<(Row, MemberReader)> = match by_name {
-        Some(row) => vec![(row, dataset.member(&row).map_err(&about)?)],
-        None => {
-            let mut members = Vec::new();
-            for row in dataset.lookup_verified(&args.name).map_err(&about)? {
-                if args
-                    .ext
+    let wanted: Vec<Row> = match by_name {
+        Some(row) => vec![row],
+        None => dataset
+            .lookup_verified(&args.name)
+            .map_err(&about)?
+            .into_iter()
+            .filter(|row| {
+                args.ext
                     .as_ref()
-                    .is_none_or(|ext| dataset.extension(&row) == Some(ext.as_str()))
-                {
-                    members.push((row, dataset.member(&row).map_err(&about)?));
-                }
-            }
-            members
-        }
+                    .is_none_or(|ext| dataset.extension(row) == Some(ext.as_str()))
+            })
+            .collect(),
     };
+    // A remote shard serves the sample's members in one request.
+    dataset.prefetch(&wanted);
+    let rows = wanted
+        .into_iter()
+        .map(|row| Ok((row, dataset.member(&row).map_err(&about)?)))
+        .collect::<Result<Vec<(Row, MemberReader)>, String>>()?;
     let names = |members: &[(Row, MemberReader)]| {
         members
             .iter()
@@ -801,7 +825,7 @@ fn get(args: &GetArgs) -> CommandResult {
 fn write_sample(
     dir: &Path,
     key: &str,
-    dataset: &Dataset,
+    dataset: &Dataset<Box<dyn Source>>,
     members: Vec<(Row, MemberReader)>,
 ) -> CommandResult {
     let mut targets: Vec<(String, MemberReader)> = Vec::with_capacity(members.len());
