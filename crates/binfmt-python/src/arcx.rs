@@ -12,13 +12,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use binfmt_arcx::{Dialect, ExtractOptions, FileKind, PackOptions};
-use binfmt_core::FileSource;
+use binfmt_core::Source;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::errors;
 use crate::pyio::ReadStream;
+use crate::{errors, remote};
 
 /// Adds the ARCX classes and functions to the module.
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -27,7 +27,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-type Inner = binfmt_arcx::Archive<FileSource>;
+type Inner = binfmt_arcx::Archive<Box<dyn Source>>;
 
 fn arcx_error(error: binfmt_arcx::ArcxError) -> PyErr {
     errors::binfmt(&error)
@@ -51,13 +51,21 @@ impl Archive {
 
 #[pymethods]
 impl Archive {
-    /// Opens the archive at `path` (header, footer and manifest only).
+    /// Opens the archive at `location`, a path (header, footer and
+    /// manifest read) or an `http://`, `https://` or `s3://` URL (footer and
+    /// manifest fetched; the header is left to `verify`).
     #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let archive = py.detach(|| Inner::open(&path)).map_err(arcx_error)?;
+    fn new(py: Python<'_>, location: String) -> PyResult<Self> {
+        let archive = remote::detach(py, || -> Result<_, remote::BoxError> {
+            let options =
+                binfmt_arcx::OpenOptions::default().check_header(!binfmt::is_remote(&location));
+            let source = remote::open_source(&location, false)?;
+            Ok(Inner::with_options(source, options)?)
+        })?
+        .map_err(|error| errors::binfmt(&*error))?;
         Ok(Self {
             archive: Arc::new(archive),
-            path: path.display().to_string(),
+            path: location,
         })
     }
 
@@ -117,9 +125,10 @@ impl Archive {
         let file = self.find(name)?;
         let size = usize::try_from(file.size())
             .map_err(|_| PyValueError::new_err(format!("{name}: too large for memory")))?;
-        let mut reader = self.archive.reader_for(file);
         PyBytes::new_with(py, size, |buf| {
-            py.detach(|| {
+            // Making the reader may fetch (a remote archive's blocks).
+            remote::detach(py, || {
+                let mut reader = self.archive.reader_for(file);
                 reader.read_exact(buf)?;
                 // The read that reaches the end checks the SHA-256.
                 let mut extra = [0u8; 1];
@@ -129,17 +138,19 @@ impl Archive {
                         "entry {name:?} holds more than its {size} bytes"
                     ))),
                 }
-            })
+            })?
             .map_err(|error| errors::binfmt(&error))
         })
     }
 
     /// A stream of entry `name`'s bytes.
-    fn open(&self, name: &str) -> PyResult<ReadStream> {
+    fn open(&self, py: Python<'_>, name: &str) -> PyResult<ReadStream> {
         let size = self.find(name)?.size();
-        let open = OpenEntry::try_new(Arc::clone(&self.archive), |archive| {
-            archive.reader(name).map_err(arcx_error)
-        })?;
+        let open = remote::detach(py, || {
+            OpenEntry::try_new(Arc::clone(&self.archive), |archive| {
+                archive.reader(name).map_err(arcx_error)
+            })
+        })??;
         Ok(ReadStream::new(Box::new(open), Some(size)))
     }
 
@@ -155,9 +166,8 @@ impl Archive {
         let options = ExtractOptions::default()
             .symlinks(symlinks)
             .metadata(metadata);
-        let summary = py
-            .detach(|| self.archive.extract(&dir, options))
-            .map_err(arcx_error)?;
+        let summary =
+            remote::detach(py, || self.archive.extract(&dir, options))?.map_err(arcx_error)?;
         let dict = PyDict::new(py);
         dict.set_item("files", summary.files)?;
         dict.set_item("bytes", summary.bytes)?;
@@ -169,7 +179,7 @@ impl Archive {
 
     /// Checks every block and every entry's SHA-256.
     fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let summary = py.detach(|| self.archive.verify()).map_err(arcx_error)?;
+        let summary = remote::detach(py, || self.archive.verify())?.map_err(arcx_error)?;
         let dict = PyDict::new(py);
         dict.set_item("files", summary.files)?;
         dict.set_item("bytes", summary.bytes)?;
@@ -178,7 +188,7 @@ impl Archive {
     }
 }
 
-type FileReader<'a> = binfmt_arcx::FileReader<'a, FileSource>;
+type FileReader<'a> = binfmt_arcx::FileReader<'a, Box<dyn Source>>;
 
 self_cell::self_cell!(
     /// An entry being read, with the archive it reads from.

@@ -14,8 +14,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::errors;
 use crate::pyio::ReadStream;
+use crate::{errors, remote};
 
 /// Adds the umbrella's class and functions to the module.
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -46,10 +46,12 @@ impl std::fmt::Debug for Entries {
     }
 }
 
-/// Opens `path` as named entries, whatever its format.
+/// Opens `location` (a path or an `http://`, `https://` or `s3://` URL) as
+/// named entries, whatever its format.
 #[pyfunction]
-fn open_entries(py: Python<'_>, path: PathBuf) -> PyResult<Entries> {
-    let source = py.detach(|| binfmt::open(&path)).map_err(umbrella_error)?;
+fn open_entries(py: Python<'_>, location: PathBuf) -> PyResult<Entries> {
+    let source = remote::detach(py, || binfmt::open_with(&location, &remote::open_options()))?
+        .map_err(umbrella_error)?;
     Ok(Entries {
         source: Arc::from(source),
     })
@@ -73,7 +75,7 @@ impl Entries {
     /// kastore element type, `"directory"` or `"symlink"` for ARCX entries
     /// that are not files, None otherwise.
     fn list(&self, py: Python<'_>) -> PyResult<Vec<(String, u64, Option<&'static str>)>> {
-        let entries = py.detach(|| self.source.list()).map_err(umbrella_error)?;
+        let entries = remote::detach(py, || self.source.list())?.map_err(umbrella_error)?;
         Ok(entries
             .into_iter()
             .map(|entry| (entry.name, entry.size, entry.kind))
@@ -82,32 +84,32 @@ impl Entries {
 
     /// The bytes of entry `name`.
     fn read<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = py
-            .detach(|| self.source.read(name))
-            .map_err(umbrella_error)?;
+        let bytes = remote::detach(py, || self.source.read(name))?.map_err(umbrella_error)?;
         Ok(PyBytes::new(py, &bytes))
     }
 
     /// A stream of entry `name`'s bytes.
-    fn open(&self, name: &str) -> PyResult<ReadStream> {
-        let open = OpenEntry::try_new(Arc::clone(&self.source), |source| {
-            source.open(name).map_err(umbrella_error)
-        })?;
+    fn open(&self, py: Python<'_>, name: &str) -> PyResult<ReadStream> {
+        let open = remote::detach(py, || {
+            OpenEntry::try_new(Arc::clone(&self.source), |source| {
+                source.open(name).map_err(umbrella_error)
+            })
+        })??;
         Ok(ReadStream::new(Box::new(open), None))
     }
 
     /// Checks everything the format can check.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.source.verify()).map_err(umbrella_error)
+        remote::detach(py, || self.source.verify())?.map_err(umbrella_error)
     }
 
     /// Writes every entry under `dir`; returns how many were written.
     #[pyo3(signature = (dir, *, symlinks = false))]
     fn extract(&self, py: Python<'_>, dir: PathBuf, symlinks: bool) -> PyResult<u64> {
-        py.detach(|| {
+        remote::detach(py, || {
             let options = ExtractOptions::default().symlinks(symlinks);
             binfmt::extract(self.source.as_ref(), &dir, &options)
-        })
+        })?
         .map_err(umbrella_error)
     }
 }
@@ -129,17 +131,24 @@ impl Read for OpenEntry {
     }
 }
 
-/// The format of the file at `path`: `"taridx"`, `"arcx"`, `"par4"`,
-/// `"kast"`, `"tar"` or `"unknown"`.
+/// The format of the file at `location` (a path or a URL): `"taridx"`,
+/// `"arcx"`, `"par4"`, `"kast"`, `"tar"` or `"unknown"`. A URL is sniffed
+/// from its end first (one request fewer for ARCX and PAR4).
 #[pyfunction]
-fn sniff(py: Python<'_>, path: PathBuf) -> PyResult<&'static str> {
-    let format = py
-        .detach(|| binfmt::sniff(&path))
-        .map_err(|error| errors::binfmt(&error))?;
+fn sniff(py: Python<'_>, location: PathBuf) -> PyResult<&'static str> {
+    let format = remote::detach(py, || -> Result<_, remote::BoxError> {
+        let opened = binfmt::open_source(&location, &remote::open_options())?;
+        Ok(match opened.remote {
+            Some(_) => binfmt::sniff_tail_first(&*opened.source)?,
+            None => binfmt::sniff_source(&*opened.source)?,
+        })
+    })?
+    .map_err(|error| errors::binfmt(&*error))?;
     Ok(format.name())
 }
 
-/// Converts `src` (any format `open` reads) into `dst` in format `to`.
+/// Converts `src` (any format `open` reads, a path or a URL) into `dst` in
+/// format `to`.
 #[pyfunction]
 #[pyo3(signature = (src, dst, to, dialect = "spec", shard_size = 1 << 30))]
 fn convert<'py>(
@@ -173,9 +182,14 @@ fn convert<'py>(
     let options = ConvertOptions::default()
         .arcx_dialect(dialect)
         .shard_size(shard_size);
-    let summary = py
-        .detach(|| binfmt::convert(&src, &dst, to, &options))
-        .map_err(umbrella_error)?;
+    let summary = remote::detach(py, || {
+        if !binfmt::is_remote(&src) {
+            return binfmt::convert(&src, &dst, to, &options);
+        }
+        let source = binfmt::open_with(&src, &remote::open_options())?;
+        binfmt::convert_source(&*source, &dst, to, &options, &|_, _| {})
+    })?
+    .map_err(umbrella_error)?;
     let dict = PyDict::new(py);
     dict.set_item("entries", summary.entries)?;
     dict.set_item("bytes", summary.bytes)?;

@@ -10,7 +10,9 @@
 //! - [`taridx`]: TARIDX datasets for training loops, and their sampler;
 //! - [`entries`]: the umbrella library (`binfmt.open`, `convert`, `sniff`);
 //! - [`errors`]: every Rust error as a Python exception carrying its message;
-//! - [`pyio`]: Python file objects and handed-over descriptors as Rust I/O.
+//! - [`pyio`]: Python file objects and handed-over descriptors as Rust I/O;
+//! - [`remote`]: `http://`, `https://` and `s3://` locations, their warnings
+//!   issued as Python warnings.
 //!
 //! No call panics: failures are `PyResult` errors. Work on bytes runs with
 //! the GIL released (`Python::detach`).
@@ -29,6 +31,7 @@ pub mod entries;
 pub mod errors;
 pub mod kastore;
 pub mod pyio;
+pub mod remote;
 pub mod taridx;
 
 /// The module `binfmt._binfmt`.
@@ -41,5 +44,6 @@ fn binfmt_python(module: &Bound<'_, PyModule>) -> PyResult<()> {
     arcx::register(module)?;
     entries::register(module)?;
     taridx::register(module)?;
+    remote::register(module)?;
     Ok(())
 }

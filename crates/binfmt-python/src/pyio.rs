@@ -175,26 +175,33 @@ impl ReadStream {
     /// reaches the end, which fails on a mismatch.
     #[pyo3(signature = (size = -1))]
     fn read<'py>(&self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let mut guard = self
-            .reader
-            .lock()
-            .map_err(|_| PyValueError::new_err("the stream failed earlier"))?;
-        let Some(reader) = guard.as_mut() else {
-            return Err(PyValueError::new_err("I/O operation on closed file."));
-        };
-        let mut out = Vec::new();
-        py.detach(|| match u64::try_from(size) {
-            Ok(size) => Read::take(&mut **reader, size).read_to_end(&mut out),
-            Err(_) => reader.read_to_end(&mut out),
-        })
-        .map_err(|error| crate::errors::binfmt(&error))?;
+        // The lock is taken and released with the GIL released: a thread
+        // waiting for it never holds the GIL the reading thread needs back.
+        let out = crate::remote::detach(py, || {
+            let mut guard = self
+                .reader
+                .lock()
+                .map_err(|_| PyValueError::new_err("the stream failed earlier"))?;
+            let Some(reader) = guard.as_mut() else {
+                return Err(PyValueError::new_err("I/O operation on closed file."));
+            };
+            let mut out = Vec::new();
+            match u64::try_from(size) {
+                Ok(size) => Read::take(&mut **reader, size).read_to_end(&mut out),
+                Err(_) => reader.read_to_end(&mut out),
+            }
+            .map_err(|error| crate::errors::binfmt(&error))?;
+            Ok(out)
+        })??;
         Ok(PyBytes::new(py, &out))
     }
 
     /// Releases what the stream reads from; later reads fail.
-    fn close(&self) {
-        if let Ok(mut guard) = self.reader.lock() {
-            *guard = None;
-        }
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| {
+            if let Ok(mut guard) = self.reader.lock() {
+                *guard = None;
+            }
+        });
     }
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use binfmt_core::Source;
 use binfmt_core::layout::IntoBytes;
 use binfmt_taridx::{
     Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
@@ -21,8 +22,8 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
 
-use crate::errors;
 use crate::kastore::view;
+use crate::{errors, remote};
 
 /// Adds the TARIDX classes and functions to the module.
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -89,15 +90,19 @@ fn taridx_index_fold(
 #[pyclass(frozen, module = "binfmt.taridx", name = "_NativeIndex")]
 #[derive(Debug)]
 pub struct NativeIndex {
-    index: Index,
+    index: Index<Box<dyn Source>>,
 }
 
 #[pymethods]
 impl NativeIndex {
-    /// Opens the index at `path` (mapped).
+    /// Opens the index at `location`: a path (mapped) or an `http://`,
+    /// `https://` or `s3://` URL (header and blocks fetched).
     #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let index = py.detach(|| Index::open(&path)).map_err(taridx_error)?;
+    fn new(py: Python<'_>, location: String) -> PyResult<Self> {
+        let index = remote::detach(py, || -> Result<_, remote::BoxError> {
+            Ok(Index::new(remote::open_source(&location, true)?)?)
+        })?
+        .map_err(|error| errors::binfmt(&*error))?;
         Ok(Self { index })
     }
 
@@ -155,14 +160,14 @@ impl NativeIndex {
     /// its tar header); returns the payload bytes.
     #[pyo3(signature = (shards = None))]
     fn verify(&self, py: Python<'_>, shards: Option<Vec<PathBuf>>) -> PyResult<u64> {
-        py.detach(|| {
+        remote::detach(py, || {
             let files = shards.map(ShardFiles::new);
             self.index.verify(
                 files
                     .as_ref()
                     .map(|files| files as &dyn binfmt_taridx::ShardSet),
             )
-        })
+        })?
         .map_err(taridx_error)
     }
 }
@@ -182,17 +187,22 @@ enum Payload {
     Mapped(MemberReader),
 }
 
-/// An index with its shards, as samples.
+/// An index with its shards (local files, or objects beside a remote
+/// index), as samples.
 #[pyclass(frozen, module = "binfmt.taridx", name = "_NativeDataset")]
 #[derive(Debug)]
 pub struct NativeDataset {
-    dataset: Dataset,
-    shards: Vec<PathBuf>,
+    dataset: Dataset<Box<dyn Source>>,
     /// Sample number by `(keyhash, crashid)`, once a lookup asks.
     by_key: OnceLock<HashMap<(u64, u32), usize>>,
 }
 
 impl NativeDataset {
+    /// Shard `fid`'s path or URL.
+    fn shard_name(&self, fid: u16) -> String {
+        self.dataset.shards().set().name(fid).display().to_string()
+    }
+
     fn rows(&self, index: usize) -> PyResult<&[Row]> {
         self.dataset
             .sample(index)
@@ -202,7 +212,9 @@ impl NativeDataset {
 
     /// Reads the members of `rows` (headers checked), with the GIL released.
     fn read(&self, py: Python<'_>, rows: &[Row], zero_copy: bool) -> PyResult<Vec<Payload>> {
-        py.detach(|| {
+        remote::detach(py, || {
+            // A remote shard fetches the sample in one request.
+            self.dataset.prefetch(rows);
             rows.iter()
                 .map(|row| {
                     let member = self.dataset.member(row)?;
@@ -213,7 +225,7 @@ impl NativeDataset {
                     Ok(Payload::Copied(name, member.into_vec()?))
                 })
                 .collect::<binfmt_taridx::Result<Vec<_>>>()
-        })
+        })?
         .map_err(taridx_error)
     }
 
@@ -244,10 +256,8 @@ impl NativeDataset {
             sample.set_item(extension_of(&name), value)?;
         }
         sample.set_item("__key__", key.unwrap_or_default())?;
-        let shard = rows
-            .first()
-            .and_then(|row| self.shards.get(usize::from(row.fid.get())));
-        sample.set_item("__shard__", shard.map(|path| path.display().to_string()))?;
+        let shard = rows.first().map(|row| self.shard_name(row.fid.get()));
+        sample.set_item("__shard__", shard)?;
         sample.set_item("__index__", index)?;
         Ok(sample)
     }
@@ -267,34 +277,56 @@ fn extension_of(name: &str) -> String {
 impl NativeDataset {
     /// Opens `index` with `shards` (in fid order), keeping only samples
     /// that have every extension of `extensions` (and only those members).
+    /// An `http://`, `https://` or `s3://` index takes no shards: its
+    /// fold's shards are the objects beside it (`binfmt::open_dataset`).
     #[new]
     #[pyo3(signature = (index, shards, extensions, open_shards, map_shards))]
     fn new(
         py: Python<'_>,
-        index: PathBuf,
-        shards: Vec<PathBuf>,
+        index: String,
+        shards: Option<Vec<PathBuf>>,
         extensions: Vec<String>,
         open_shards: usize,
         map_shards: bool,
     ) -> PyResult<Self> {
+        let is_remote = binfmt::is_remote(&index);
+        if is_remote && shards.is_some() {
+            return Err(PyValueError::new_err(format!(
+                "{index}: a remote index's shards are the fold's objects beside it; pass no shards"
+            )));
+        }
         let options = DatasetOptions::new()
             .open_shards(open_shards.max(1))
             .map_shards(map_shards);
-        let dataset = py
-            .detach(|| {
-                let mut dataset = Dataset::open_with(&index, &shards, options)?;
-                let required: Vec<&str> = extensions.iter().map(String::as_str).collect();
-                dataset.filter_extensions(&required)?;
-                dataset.enforce_contiguous();
-                dataset.num_samples()?;
-                Ok(dataset)
-            })
-            .map_err(taridx_error)?;
+        let required: Vec<&str> = extensions.iter().map(String::as_str).collect();
+        let dataset = remote::detach(py, || -> Result<_, remote::BoxError> {
+            let mut dataset = match shards {
+                None if is_remote => binfmt::open_dataset(&index, &remote::open_options())?,
+                _ => {
+                    let source = remote::open_source(&index, true)?;
+                    let files = ShardFiles::new(shards.unwrap_or_default()).mapped(map_shards);
+                    Dataset::new(Index::new(source)?, files, options)?
+                }
+            };
+            dataset.filter_extensions(&required)?;
+            dataset.enforce_contiguous();
+            dataset.num_samples()?;
+            Ok(dataset)
+        })?
+        .map_err(|error| errors::binfmt(&*error))?;
         Ok(Self {
             dataset,
-            shards,
             by_key: OnceLock::new(),
         })
+    }
+
+    /// The shards' paths (or URLs), in fid order.
+    fn shard_names(&self) -> Vec<String> {
+        let set = self.dataset.shards().set();
+        (0..set.count())
+            .filter_map(|fid| u16::try_from(fid).ok())
+            .map(|fid| set.name(fid).display().to_string())
+            .collect()
     }
 
     fn __len__(&self) -> PyResult<usize> {
@@ -379,7 +411,7 @@ impl NativeDataset {
     /// Checks the index and every row against its shard; returns the total
     /// payload bytes.
     fn verify(&self, py: Python<'_>) -> PyResult<u64> {
-        py.detach(|| self.dataset.verify()).map_err(taridx_error)
+        remote::detach(py, || self.dataset.verify())?.map_err(taridx_error)
     }
 }
 

@@ -4,11 +4,19 @@ Submodules:
 
 - :mod:`binfmt.kastore`: a drop-in replacement for the ``kastore`` package,
   whose arrays are zero-copy views of the mapped file;
-- :mod:`binfmt.arcx`: ARCX archives.
+- :mod:`binfmt.arcx`: ARCX archives;
+- :mod:`binfmt.taridx`: TARIDX indexes and a map-style dataset over tar
+  shards for training loops.
 
 This module mirrors the umbrella library: :func:`open` reads any supported
 file as named entries, :func:`convert` converts between formats, and
 :func:`sniff` tells a file's format from its bytes.
+
+Every function and class that reads a file also takes an ``http://``,
+``https://`` or ``s3://`` URL, read by range requests (only the bytes an
+operation needs); a server that ignores ranges is read whole once (up to
+256 MiB), with a :class:`RemoteWarning`. S3 credentials and endpoint come
+from the usual ``AWS_*`` environment variables.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import os
 from typing import BinaryIO, Iterator, NamedTuple, Optional, Union
 
 from . import _binfmt
-from ._binfmt import BinfmtError
+from ._binfmt import BinfmtError, RemoteWarning
 
 __version__: str = _binfmt.__version__
 
@@ -26,6 +34,7 @@ __all__ = [
     "BinfmtError",
     "Entry",
     "Entries",
+    "RemoteWarning",
     "convert",
     "open",
     "sniff",
@@ -144,15 +153,16 @@ class Entries:
 
 
 def open(path: StrPath) -> Entries:  # noqa: A001 - mirrors binfmt::open
-    """Opens ``path`` as named entries, whatever its format (found from its
-    bytes). Raises ``binfmt.BinfmtError`` for a file binfmt does not read
+    """Opens ``path`` (a path or an ``http://``, ``https://`` or ``s3://``
+    URL) as named entries, whatever its format (found from its bytes).
+    A remote TARIDX index finds its fold's shards beside it. Raises ``binfmt.BinfmtError`` for a file binfmt does not read
     (a tar file needs a TARIDX index first) or a bad file, ``OSError`` for
     I/O failures."""
     return Entries(path)
 
 
 def sniff(path: StrPath) -> str:
-    """The format of the file at ``path`` from its first and last bytes:
+    """The format of the file at ``path`` (or URL) from its first and last bytes:
     ``"taridx"``, ``"arcx"``, ``"par4"``, ``"kast"``, ``"tar"`` or
     ``"unknown"``."""
     return _binfmt.sniff(os.fspath(path))
@@ -166,7 +176,8 @@ def convert(
     dialect: str = "spec",
     shard_size: int = 1 << 30,
 ) -> dict:
-    """Converts ``src`` (any format :func:`open` reads) into ``dst`` in format
+    """Converts ``src`` (any format :func:`open` reads, a path or a URL) into
+    the local ``dst`` in format
     ``to`` (``"taridx"``, ``"arcx"``, ``"par4"`` or ``"kast"``), keeping every
     name, byte and kastore element type. ``dialect`` is the ARCX dialect
     (``"spec"`` or ``"arcx-cli"``); ``shard_size`` the largest TARIDX shard.

@@ -1,7 +1,7 @@
 """Type stubs of ``binfmt._binfmt``, the native half of the package.
 
 Everything here is internal: the public API is :mod:`binfmt`,
-:mod:`binfmt.kastore` and :mod:`binfmt.arcx`.
+:mod:`binfmt.kastore`, :mod:`binfmt.arcx` and :mod:`binfmt.taridx`.
 """
 
 from typing import Any, Iterator, Optional
@@ -12,6 +12,10 @@ __version__: str
 
 class BinfmtError(Exception):
     """A file is not what its format requires, or could not be handled."""
+
+class RemoteWarning(UserWarning):
+    """A remote object is read in a degraded way (a server ignoring
+    ranges, or sending no strong ETag)."""
 
 class KastoreException(BinfmtError):
     """Superclass of all exceptions defined in kastore."""
@@ -119,7 +123,7 @@ class _NativeStream:
 class _NativeArchive:
     """An ARCX archive opened for reading."""
 
-    def __init__(self, path: str) -> None: ...
+    def __init__(self, location: str) -> None: ...
     @property
     def path(self) -> str: ...
     @property
@@ -153,10 +157,10 @@ class _NativeEntries:
     def verify(self) -> None: ...
     def extract(self, dir: str, *, symlinks: bool = False) -> int: ...
 
-def open_entries(path: str) -> _NativeEntries:
+def open_entries(location: str) -> _NativeEntries:
     """Opens a file of any supported format as named entries."""
 
-def sniff(path: str) -> str:
+def sniff(location: str) -> str:
     """The format of a file."""
 
 def convert(
@@ -179,7 +183,7 @@ def taridx_index_fold(
 class _NativeIndex:
     """A TARIDX index file."""
 
-    def __init__(self, path: str) -> None: ...
+    def __init__(self, location: str) -> None: ...
     @property
     def version(self) -> tuple[int, int]: ...
     @property
@@ -203,7 +207,7 @@ class _NativeDataset:
     def __init__(
         self,
         index: str,
-        shards: list[str],
+        shards: Optional[list[str]],
         extensions: list[str],
         open_shards: int,
         map_shards: bool,
@@ -215,6 +219,7 @@ class _NativeDataset:
     @property
     def key_rule(self) -> str: ...
     def sample_shards(self) -> np.ndarray: ...
+    def shard_names(self) -> list[str]: ...
     def open_shard_count(self) -> int: ...
     def verify(self) -> int: ...
 

@@ -43,10 +43,11 @@ class ArchiveEntry(NamedTuple):
 
 
 class Archive:
-    """An ARCX archive opened for reading.
+    """An ARCX archive opened for reading: ``Archive(path_or_url)``.
 
-    Opening reads the footer, the manifest and the header only; entries are
-    decompressed when read. ``name in archive``, ``len(archive)`` and
+    Opening reads the footer, the manifest and the header only (of a URL:
+    the footer and the manifest, by range requests; :meth:`verify` checks
+    the header); entries are fetched and decompressed when read. ``name in archive``, ``len(archive)`` and
     iteration (over names) work; the archive is also a context manager.
     Raises ``binfmt.BinfmtError`` for a bad archive, ``OSError`` for I/O.
     """

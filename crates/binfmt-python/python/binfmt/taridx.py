@@ -22,6 +22,13 @@ Shards are opened on first use and at most ``open_shards`` stay open. A
 dataset pickles as its arguments, so it crosses to ``multiprocessing``
 workers (``spawn`` included) and to DataLoader worker processes, which
 reopen it lazily.
+
+The index may be an ``http://``, ``https://`` or ``s3://`` URL: its fold's
+shards are then the objects beside it (``FOLD_*.tar``; over plain HTTP,
+which cannot list, ``FOLD_0000.tar``, ``FOLD_0001.tar``, ... as many as the
+rows point into), and each sample is fetched with one range request::
+
+    ds = taridx.Dataset("https://example.org/data/train.taridx")
 """
 
 from __future__ import annotations
@@ -85,11 +92,13 @@ ROW_DTYPE = np.dtype(
 
 
 class Index:
-    """A TARIDX index file, checked when opened (header, extension and
-    crash-stem blocks); :meth:`verify` checks the rows.
+    """A TARIDX index file (a path or a URL), checked when opened
+    (header, extension and crash-stem blocks); :meth:`verify` checks the
+    rows.
 
     ``rows`` is a read-only numpy structured array (:data:`ROW_DTYPE`) of
-    the mapped index itself, made without a copy.
+    the mapped index itself, made without a copy (of a URL: the rows
+    fetched, in memory the array owns).
     """
 
     def __init__(self, path: StrPath) -> None:
@@ -147,6 +156,12 @@ class Index:
         return f"<binfmt.taridx.Index {self.path!r}: {self.num_rows} rows>"
 
 
+def _is_url(location: str) -> bool:
+    """Whether ``location`` is read remotely (``http``, ``https``, ``s3``)."""
+    scheme, sep, _ = location.partition("://")
+    return bool(sep) and scheme.lower() in ("http", "https", "s3")
+
+
 def _fold_shards(index_path: str) -> list[str]:
     """The shards of an index by the fold convention: ``ROOT/FOLD_*.tar``
     (the part after ``FOLD_`` has no ``_``), sorted."""
@@ -169,9 +184,11 @@ class Dataset:
     """A map-style dataset over an index and its tar shards.
 
     ``Dataset(index, shards=None, *, extensions=None, open_shards=64,
-    map_shards=True, zero_copy=False)``: ``index`` is a ``.taridx`` path;
-    ``shards`` the shard paths in shard-id order (by default the fold's,
-    ``ROOT/FOLD_*.tar`` beside ``ROOT/FOLD.taridx``). ``extensions`` keeps
+    map_shards=True, zero_copy=False)``: ``index`` is a ``.taridx`` path or
+    URL; ``shards`` the shard paths in shard-id order (by default the
+    fold's, ``ROOT/FOLD_*.tar`` beside ``ROOT/FOLD.taridx``; for a URL
+    always the fold's objects beside it, and ``open_shards`` and
+    ``map_shards`` do not apply). ``extensions`` keeps
     only samples having every listed extension, and only those members.
     ``ds[i]`` is a dict in the ``wids`` style: ``"__key__"``, ``"__shard__"``
     (the shard's path), ``"__index__"``, and one entry per member extension
@@ -195,11 +212,17 @@ class Dataset:
         zero_copy: bool = False,
     ) -> None:
         self._index = os.fspath(index)
-        self._shards = (
-            [os.fspath(shard) for shard in shards]
-            if shards is not None
-            else _fold_shards(self._index)
-        )
+        self._shards: Optional[list[str]]
+        if _is_url(self._index):
+            if shards is not None:
+                raise ValueError(
+                    "a remote index's shards are the fold's objects beside it: pass no shards"
+                )
+            self._shards = None
+        elif shards is not None:
+            self._shards = [os.fspath(shard) for shard in shards]
+        else:
+            self._shards = _fold_shards(self._index)
         self._extensions = [ext.lstrip(".") for ext in extensions or []]
         self._open_shards = open_shards
         self._map_shards = map_shards
@@ -270,7 +293,9 @@ class Dataset:
 
     @property
     def shards(self) -> list[str]:
-        """The shard paths, in shard-id order."""
+        """The shard paths (or URLs), in shard-id order."""
+        if self._shards is None:
+            return self._dataset().shard_names()
         return list(self._shards)
 
     def sample_shards(self) -> np.ndarray:
@@ -296,7 +321,7 @@ class Dataset:
         self.__dict__.update(state)
 
     def __repr__(self) -> str:
-        return f"<binfmt.taridx.Dataset {self._index!r}: {self._length} samples, {len(self._shards)} shards>"
+        return f"<binfmt.taridx.Dataset {self._index!r}: {self._length} samples, {len(self.shards)} shards>"
 
 
 class Sampler:
