@@ -1,10 +1,12 @@
 //! `cargo xtask bench python`: the Python package against the `kastore`
-//! package, in one Python process.
+//! package and against `wids`, each in one Python process.
 //!
 //! Builds the package (release) with the venv's maturin, installs it into
-//! the venv, and runs `crates/binfmt-python/bench/bench_kastore.py`, which
-//! prints its own table (`binfmt.kastore.load` against `kastore.load`, both
-//! engines, on a 1 GiB file and on a 100,000-key file).
+//! the venv, and runs `crates/binfmt-python/bench/bench_kastore.py`
+//! (`binfmt.kastore.load` against `kastore.load`, both engines, on a 1 GiB
+//! file and on a 100,000-key file) and `bench_taridx.py`
+//! (`binfmt.taridx.Dataset` against `wids.ShardListDataset`), which print
+//! their own tables.
 
 use std::path::Path;
 use std::process::Command;
@@ -45,12 +47,15 @@ pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<(), String> {
             .arg(&wheel),
     )?;
     std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
-    run_command(
-        Command::new(python)
-            .arg(root.join("crates/binfmt-python/bench/bench_kastore.py"))
-            .arg("--dir")
-            .arg(dir),
-    )
+    for bench in ["bench_kastore.py", "bench_taridx.py"] {
+        run_command(
+            Command::new(python)
+                .arg(root.join("crates/binfmt-python/bench").join(bench))
+                .arg("--dir")
+                .arg(dir),
+        )?;
+    }
+    Ok(())
 }
 
 fn run_command(command: &mut Command) -> Result<(), String> {

@@ -5,7 +5,8 @@
 //! - `bench [arcx|kast|par4|taridx|python]`: this project's code next to the
 //!   reference implementations, every format whose reference is installed
 //!   (or one), printed as one table; `bench python` builds the Python
-//!   package and times `binfmt.kastore` against the `kastore` package.
+//!   package and times `binfmt.kastore` against the `kastore` package and
+//!   `binfmt.taridx.Dataset` against `wids`.
 //! - `fuzz --seconds N [TARGET...]`: the libFuzzer targets of `fuzz/`.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
