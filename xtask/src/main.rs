@@ -2,7 +2,7 @@
 //!
 //! - `fixtures`: remakes `fixtures/generated/`, small files of every format
 //!   and dialect written by this project's writers (see [`xtask::fixtures`]).
-//! - `bench [arcx|kast|par4|taridx|python]`: this project's code next to the
+//! - `bench [arcx|kast|par4|taridx|remote|python]`: this project's code next to the
 //!   reference implementations, every format whose reference is installed
 //!   (or one), printed as one table; `bench python` builds the Python
 //!   package and times `binfmt.kastore` against the `kastore` package and
@@ -21,6 +21,7 @@ mod bench;
 mod bench_arcx;
 mod bench_par4;
 mod bench_python;
+mod bench_remote;
 mod fuzz;
 mod report;
 
@@ -85,9 +86,11 @@ enum BenchFormat {
     Kast,
     Par4,
     Taridx,
-    /// The Python package against the `kastore` package (only when asked
-    /// for: it builds the package in release mode first).
+    /// The Python package against the `kastore` package and `wids` (only
+    /// when asked for: it builds the package in release mode first).
     Python,
+    /// Reading over HTTP from the test nginx (`bash .ci/servers start`).
+    Remote,
 }
 
 fn main() -> ExitCode {
@@ -135,6 +138,7 @@ fn bench(
                 BenchFormat::Arcx,
                 BenchFormat::Par4,
                 BenchFormat::Kast,
+                BenchFormat::Remote,
             ]
         },
         |format| vec![format],
@@ -153,6 +157,15 @@ fn bench(
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
             BenchFormat::Par4 | BenchFormat::Python => None,
+            BenchFormat::Remote => {
+                if !arcx.exists() {
+                    Some(format!("no arcx 0.3.0 at {}", arcx.display()))
+                } else if binfmt_tests::interop::servers().is_none() {
+                    Some("the test servers are not running (bash .ci/servers start)".to_owned())
+                } else {
+                    None
+                }
+            }
         };
         let name = format!("{format:?}").to_lowercase();
         if let Some(why) = missing {
@@ -171,6 +184,7 @@ fn bench(
             (BenchFormat::Arcx, _) => bench_arcx::run(&dir.join("arcx"), arcx, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
             (BenchFormat::Python, _) => {}
+            (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
         }
     }
     print!("{}", report.markdown());
