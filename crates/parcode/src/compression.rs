@@ -12,6 +12,7 @@ const LZ4_MAX_RATIO: u64 = 255;
 
 /// A chunk payload's compression.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Compression {
     /// Stored as is (id 0).
     #[default]
@@ -21,6 +22,14 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// The name tools show: `none` or `lz4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Lz4 => "lz4",
+        }
+    }
+
     /// The id stored in the meta byte.
     pub fn id(self) -> u8 {
         match self {
@@ -52,6 +61,18 @@ impl Compression {
         }
     }
 
+    /// Checks the size an LZ4 prefix claims against what its `block`-byte
+    /// block can decode to, before anything is allocated by it.
+    pub(crate) fn check_lz4_claim(claim: u64, block: u64, offset: u64) -> Result<()> {
+        if claim > LZ4_MAX_RATIO * block + 16 {
+            return Err(ParError::Lz4 {
+                offset,
+                why: format!("a {block}-byte block cannot hold the {claim} bytes it claims"),
+            });
+        }
+        Ok(())
+    }
+
     /// Decompresses the payload of the chunk at `offset`, borrowing it when
     /// it is stored as is.
     pub fn decompress(self, stored: &[u8], offset: u64) -> Result<Cow<'_, [u8]>> {
@@ -66,12 +87,7 @@ impl Compression {
                     ))
                 })?;
                 let size = u64::from(u32::from_le_bytes(*size));
-                if size > LZ4_MAX_RATIO * block.len() as u64 + 16 {
-                    return Err(lz4(format!(
-                        "a {}-byte block cannot hold the {size} bytes it claims",
-                        block.len()
-                    )));
-                }
+                Self::check_lz4_claim(size, block.len() as u64, offset)?;
                 let mut out = vec![0; size as usize];
                 let written = lz4_flex::block::decompress_into(block, &mut out)
                     .map_err(|error| lz4(error.to_string()))?;

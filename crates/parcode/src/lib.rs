@@ -35,6 +35,7 @@
 //! # Ok::<(), binfmt_parcode::ParError>(())
 //! ```
 
+mod blob;
 mod codec;
 mod compression;
 mod error;
@@ -45,12 +46,13 @@ mod structure;
 mod vec;
 mod writer;
 
+pub use blob::{BlobMapWriter, STREAM_ABOVE};
 pub use codec::hash_key;
 pub use compression::Compression;
 pub use error::{ParError, Result};
 pub use format::{GLOBAL_HEADER_SIZE, MAGIC};
-pub use map::{LazyMap, MapLayout};
-pub use reader::{Chunk, Limits, ParFile, VerifySummary};
+pub use map::{LazyMap, MapLayout, ValueReader};
+pub use reader::{Chunk, Limits, ParFile, TAIL_READ, VerifySummary};
 pub use structure::{StructFields, StructReader};
 pub use vec::LazyVec;
 pub use writer::{ChunkGraph, NodeId};

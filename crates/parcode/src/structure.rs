@@ -131,7 +131,7 @@ impl<'a> StructReader<'a> {
     pub fn map<K, V>(&mut self) -> Result<LazyMap<'a, K, V>>
     where
         K: DeserializeOwned + Hash + Eq + Send,
-        V: DeserializeOwned + Clone + Send,
+        V: DeserializeOwned + Send,
     {
         LazyMap::new(self.child()?)
     }

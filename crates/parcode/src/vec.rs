@@ -100,6 +100,22 @@ fn encoded_item_size<T: Serialize>(items: &[T]) -> Result<usize> {
 
 /// A `Vec<T>` in a PAR4 file, read on demand: the length without touching
 /// a shard, one shard per `get`, all shards in parallel for `load`.
+///
+/// # Examples
+///
+/// ```
+/// use binfmt_parcode::{ChunkGraph, Compression, LazyVec, ParFile};
+///
+/// let words: Vec<String> = (0..1000).map(|i| format!("word {i}")).collect();
+/// let mut graph = ChunkGraph::new();
+/// let root = graph.vec_with_shard_len(&words, 100)?;
+/// let file = ParFile::new(graph.to_bytes(root, Compression::None)?)?;
+/// let lazy: LazyVec<String> = LazyVec::new(file.root()?)?;
+/// assert_eq!((lazy.len(), lazy.shard_count()), (1000, 10));
+/// assert_eq!(lazy.get(512)?, "word 512");     // decodes shard 5 only
+/// assert_eq!(lazy.load()?, words);
+/// # Ok::<(), binfmt_parcode::ParError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct LazyVec<'a, T> {
     container: Chunk<'a>,
@@ -122,14 +138,15 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
             why,
         };
         let Some((count, runs_bytes)) = payload.split_first_chunk::<8>() else {
-            let (items, _): (Vec<T>, usize) = if payload.is_empty() {
-                (Vec::new(), 0)
+            let len = if payload.is_empty() {
+                0
             } else {
-                decode(&payload, offset, "inline Vec")?
+                decode::<Vec<T>>(&payload, offset, "inline Vec")?.0.len() as u64
             };
+            drop(payload);
             return Ok(Self {
                 container,
-                len: items.len() as u64,
+                len,
                 runs: Vec::new(),
                 inline: true,
                 _items: PhantomData,
@@ -137,22 +154,23 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         };
         let len = u64::from_le_bytes(*count);
         let (runs, _): (Vec<ShardRun>, usize) = decode(runs_bytes, offset, "Vec shard runs")?;
-        let shards: u64 = runs.iter().map(|run| u64::from(run.repeat)).sum();
+        let (mut shards, mut items) = (0u64, 0u64);
+        for run in &runs {
+            shards = shards.saturating_add(u64::from(run.repeat));
+            items = items.saturating_add(u64::from(run.item_count) * u64::from(run.repeat));
+        }
         if shards != u64::from(container.child_count()) {
             return Err(bad(format!(
                 "shard runs cover {shards} shards but the chunk has {} children",
                 container.child_count()
             )));
         }
-        let items: u64 = runs
-            .iter()
-            .map(|run| u64::from(run.item_count) * u64::from(run.repeat))
-            .sum();
         if items != len {
             return Err(bad(format!(
                 "shard runs hold {items} items but the container says {len}"
             )));
         }
+        drop(payload);
         Ok(Self {
             container,
             len,
@@ -175,6 +193,11 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
     /// The number of shards.
     pub fn shard_count(&self) -> u32 {
         self.container.child_count()
+    }
+
+    /// The container chunk.
+    pub fn container(&self) -> &Chunk<'a> {
+        &self.container
     }
 
     /// Item `index`, decoding only the shard that holds it.
@@ -207,22 +230,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
 
     /// Shard and position in the shard of item `index` (< len).
     fn locate(&self, index: u64) -> Result<(u32, usize)> {
-        let mut first_item = 0u64;
-        let mut first_shard = 0u64;
-        for run in &self.runs {
-            let per_shard = u64::from(run.item_count);
-            let items = per_shard * u64::from(run.repeat);
-            if index < first_item + items {
-                let within = index - first_item;
-                return Ok((
-                    (first_shard + within / per_shard) as u32,
-                    (within % per_shard) as usize,
-                ));
-            }
-            first_item += items;
-            first_shard += u64::from(run.repeat);
-        }
-        Err(ParError::IndexOutOfRange {
+        locate(&self.runs, index).ok_or(ParError::IndexOutOfRange {
             index,
             len: self.len,
         })
@@ -244,6 +252,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         Ok(items)
     }
 
+    /// The number of items shard `shard` holds, by the run table.
     fn shard_len(&self, shard: u32) -> u64 {
         let mut first_shard = 0u64;
         for run in &self.runs {
@@ -278,35 +287,31 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
 
     /// Every item, decoding the shards in parallel straight into the
     /// result.
+    ///
+    /// Memory: the result, plus one decompressed shard per thread. The
+    /// result is reserved up front only when the shards' payloads (their
+    /// stored sizes, or their LZ4 size prefixes, each at most 255 times
+    /// the stored block) hold at least one byte per item; otherwise (items
+    /// that encode to nothing) it grows as items are decoded.
     pub fn load(&self) -> Result<Vec<T>> {
         if self.inline {
             return self.inline_items();
         }
-        let offset = self.container.offset();
-        let too_many = |why: String| ParError::Payload {
-            offset,
+        let len = usize::try_from(self.len).map_err(|_| ParError::Payload {
+            offset: self.container.offset(),
             what: "Vec container",
-            why,
-        };
-        let len = usize::try_from(self.len).map_err(|_| {
-            too_many(format!(
-                "{} items exceed this host's address space",
-                self.len
-            ))
+            why: format!("{} items exceed this host's address space", self.len),
         })?;
-        if size_of::<T>() > 0 {
-            // An item takes at least one encoded byte: a count beyond the
-            // shards' bytes is refused before anything is allocated by it.
-            let mut bytes = 0u64;
-            for shard in self.container.children() {
-                bytes += shard?.payload_len()?;
+        self.container
+            .source()
+            .will_read(&self.container.child_ranges());
+        let reservable = size_of::<T>() == 0 || self.len <= self.payload_bytes()?;
+        if !reservable {
+            let mut items = Vec::new();
+            for shard in 0..self.shard_count() {
+                items.extend(self.shard(shard)?);
             }
-            if self.len > bytes {
-                return Err(too_many(format!(
-                    "{} items cannot fit in {bytes} bytes of shards",
-                    self.len
-                )));
-            }
+            return Ok(items);
         }
         let mut items: Vec<T> = Vec::with_capacity(len);
         let mut rest = items
@@ -321,69 +326,158 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
                 rest = tail;
             }
         }
-        shard_slots
+        let filled: Vec<Result<Filled<'_, T>>> = shard_slots
             .into_par_iter()
             .enumerate()
-            .try_for_each(|(shard, slots)| self.decode_shard_into(shard as u32, slots))?;
+            .map(|(shard, slots)| self.decode_shard_into(shard as u32, slots))
+            .collect();
+        let mut shards = Vec::with_capacity(filled.len());
+        for shard in filled {
+            // An error drops the items the other shards decoded (their
+            // guards go out of scope) before it is returned.
+            shards.push(shard?);
+        }
+        shards.into_iter().for_each(Filled::keep);
         #[allow(unsafe_code)]
         // SAFETY: the runs sum to `len` (checked in `new`), so the shard
         // slices above partition the first `len` slots of the spare
-        // capacity; every shard decoder returned Ok, and a decoder returns
-        // Ok only after writing every slot of its slice. So slots 0..len
-        // are initialized. (On an error we return before this point; the
-        // items already written are leaked, never read.)
+        // capacity; every shard returned a `Filled` guard, which exists
+        // only once every slot of its slice is written, and `keep` handed
+        // the items over to the vector. So slots 0..len are initialized.
         unsafe {
             items.set_len(len);
         }
         Ok(items)
     }
 
-    fn decode_shard_into(&self, shard: u32, slots: &mut [MaybeUninit<T>]) -> Result<()> {
+    /// The decompressed payload bytes of all shards, from the stored sizes
+    /// and LZ4 size prefixes (each checked against the 255× bound).
+    fn payload_bytes(&self) -> Result<u64> {
+        (0..self.shard_count())
+            .into_par_iter()
+            .map(|shard| self.container.child(shard)?.payload_len())
+            .try_reduce(|| 0, |a, b| Ok(a.saturating_add(b)))
+    }
+
+    fn decode_shard_into<'s>(
+        &self,
+        shard: u32,
+        slots: &'s mut [MaybeUninit<T>],
+    ) -> Result<Filled<'s, T>> {
         let chunk = self.container.child(shard)?;
         let payload = chunk.payload()?;
-        decode_seed(IntoSlots { slots }, &payload, chunk.offset(), "Vec shard").map(|_| ())
+        decode_seed(IntoSlots { slots }, &payload, chunk.offset(), "Vec shard").map(|(f, _)| f)
+    }
+}
+
+/// The run holding item `index`: (shard, position in the shard).
+fn locate(runs: &[ShardRun], index: u64) -> Option<(u32, usize)> {
+    let mut first_item = 0u64;
+    let mut first_shard = 0u64;
+    for run in runs {
+        let per_shard = u64::from(run.item_count);
+        let items = per_shard * u64::from(run.repeat);
+        if index < first_item + items {
+            let within = index - first_item;
+            return Some((
+                (first_shard + within / per_shard) as u32,
+                (within % per_shard) as usize,
+            ));
+        }
+        first_item += items;
+        first_shard += u64::from(run.repeat);
+    }
+    None
+}
+
+/// A shard's slots, every one written: drops the items unless kept.
+struct Filled<'s, T> {
+    slots: &'s mut [MaybeUninit<T>],
+}
+
+impl<T> Filled<'_, T> {
+    /// Hands the items over to whoever owns the slots (no drop).
+    fn keep(mut self) {
+        self.slots = &mut [];
+    }
+}
+
+impl<T> Drop for Filled<'_, T> {
+    fn drop(&mut self) {
+        for slot in self.slots.iter_mut() {
+            #[allow(unsafe_code)]
+            // SAFETY: a `Filled` exists only once every slot is written,
+            // and `keep` empties the slice when ownership moves elsewhere.
+            unsafe {
+                slot.assume_init_drop();
+            }
+        }
     }
 }
 
 /// Decodes a shard's items into exactly `slots.len()` slots, failing unless
-/// the shard holds exactly that many.
+/// the shard holds exactly that many (and dropping what it wrote when it
+/// fails).
 struct IntoSlots<'s, T> {
     slots: &'s mut [MaybeUninit<T>],
 }
 
-impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for IntoSlots<'_, T> {
-    type Value = ();
+impl<'de, 's, T: Deserialize<'de>> DeserializeSeed<'de> for IntoSlots<'s, T> {
+    type Value = Filled<'s, T>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_seq(self)
     }
 }
 
-impl<'de, T: Deserialize<'de>> Visitor<'de> for IntoSlots<'_, T> {
-    type Value = ();
+impl<'de, 's, T: Deserialize<'de>> Visitor<'de> for IntoSlots<'s, T> {
+    type Value = Filled<'s, T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "a shard of {} items", self.slots.len())
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let expected = self.slots.len();
         if let Some(found) = seq.size_hint().filter(|&found| found != expected) {
             return Err(A::Error::invalid_length(found, &self));
         }
-        for (written, slot) in self.slots.iter_mut().enumerate() {
-            let item = seq.next_element::<T>()?.ok_or_else(|| {
-                A::Error::invalid_length(written, &"as many items as the run table says")
-            })?;
-            slot.write(item);
+        let slots = self.slots;
+        let mut written = 0;
+        match fill_slots(&mut seq, slots, &mut written) {
+            Ok(()) => Ok(Filled { slots }),
+            Err(error) => {
+                // Drops the items written before the failure.
+                drop(Filled {
+                    slots: slots.get_mut(..written).unwrap_or_default(),
+                });
+                Err(error)
+            }
         }
-        if seq.next_element::<T>()?.is_some() {
-            return Err(A::Error::custom(format!(
-                "more than the {expected} items the run table says"
-            )));
-        }
-        Ok(())
     }
+}
+
+/// Writes the next `slots.len()` items of `seq` into `slots`, counting them
+/// in `written`; the sequence must end there.
+fn fill_slots<'de, A: SeqAccess<'de>, T: Deserialize<'de>>(
+    seq: &mut A,
+    slots: &mut [MaybeUninit<T>],
+    written: &mut usize,
+) -> Result<(), A::Error> {
+    let expected = slots.len();
+    for slot in slots.iter_mut() {
+        let item = seq.next_element::<T>()?.ok_or_else(|| {
+            A::Error::invalid_length(*written, &"as many items as the run table says")
+        })?;
+        slot.write(item);
+        *written += 1;
+    }
+    if seq.next_element::<T>()?.is_some() {
+        return Err(A::Error::custom(format!(
+            "more than the {expected} items the run table says"
+        )));
+    }
+    Ok(())
 }
 
 /// Decodes a shard's items up to the one at `index`, and returns it.

@@ -1,10 +1,9 @@
 //! `binfmt par4 ...`: look inside Parcode V4 files.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use binfmt_parcode::{Chunk, Compression, ParFile};
+use binfmt_parcode::{Chunk, ParFile};
 
 use crate::output::{self, CommandResult, Status};
 
@@ -19,8 +18,7 @@ pub enum Command {
 ///
 /// One line per chunk, indented by depth: offset, length, compression,
 /// payload size (after decompression, from the LZ4 size prefix) and number
-/// of children. A chunk referenced twice is printed once and then marked
-/// "shared".
+/// of children. A chunk reached twice (a graph, not a tree) is an error.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt par4 inspect data.par4\n  binfmt par4 inspect --json data.par4 | jq '.children | length'"
@@ -55,33 +53,22 @@ struct Node {
     compression: &'static str,
     stored_bytes: u64,
     payload_bytes: u64,
-    shared: bool,
     children: Vec<Node>,
 }
 
-fn compression_name(compression: Compression) -> &'static str {
-    match compression {
-        Compression::None => "none",
-        Compression::Lz4 => "lz4",
-    }
-}
-
-/// The tree under `chunk`; a chunk already in `seen` is listed without its children.
-fn tree(chunk: Chunk<'_>, seen: &mut HashSet<(u64, u64)>) -> binfmt_parcode::Result<Node> {
-    let shared = !seen.insert((chunk.offset(), chunk.length()));
+/// The tree under `chunk`, walked (a chunk reached twice is an error;
+/// recursion is bounded by the reader's depth limit).
+fn tree(chunk: &Chunk<'_>) -> binfmt_parcode::Result<Node> {
     let mut children = Vec::new();
-    if !shared {
-        for child in chunk.children() {
-            children.push(tree(child?, seen)?);
-        }
+    for child in chunk.children() {
+        children.push(tree(&child?)?);
     }
     Ok(Node {
         offset: chunk.offset(),
         length: chunk.length(),
-        compression: compression_name(chunk.compression()),
-        stored_bytes: chunk.stored_payload().len() as u64,
+        compression: chunk.compression().name(),
+        stored_bytes: chunk.stored_len(),
         payload_bytes: chunk.payload_len()?,
-        shared,
         children,
     })
 }
@@ -89,7 +76,7 @@ fn tree(chunk: Chunk<'_>, seen: &mut HashSet<(u64, u64)>) -> binfmt_parcode::Res
 fn render(node: &Node, depth: usize, text: &mut String) {
     let _ = writeln!(
         text,
-        "{:indent$}chunk @{} len {} {} payload {} B{}{}",
+        "{:indent$}chunk @{} len {} {} payload {} B{}",
         "",
         node.offset,
         node.length,
@@ -100,7 +87,6 @@ fn render(node: &Node, depth: usize, text: &mut String) {
         } else {
             format!(", {} children", node.children.len())
         },
-        if node.shared { " (shared)" } else { "" },
         indent = depth * 2
     );
     for child in &node.children {
@@ -111,7 +97,10 @@ fn render(node: &Node, depth: usize, text: &mut String) {
 fn inspect(args: &InspectArgs) -> CommandResult {
     let failed = |error: binfmt_parcode::ParError| output::about(&args.file, error);
     let file = ParFile::open(&args.file).map_err(failed)?;
-    let root = tree(file.root().map_err(failed)?, &mut HashSet::new()).map_err(failed)?;
+    let root = file
+        .root()
+        .and_then(|root| tree(&root.walking()?))
+        .map_err(failed)?;
     if args.json {
         output::print_json(&root)?;
     } else {
