@@ -46,26 +46,41 @@ pub fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
     Ok(())
 }
 
-/// PAR4 holding a `HashMap<String, Vec<u8>>`: open, verify every chunk,
-/// look one key up, load the whole map.
+/// PAR4 holding a `HashMap<String, Vec<u8>>`: open, look one key up
+/// (decoded, and streamed), load the whole map, stream every value, then
+/// verify every chunk. Reading comes before verifying so that a reading
+/// path cannot rely on `verify` having rejected the file.
 pub fn read_par4_map(bytes: Vec<u8>) -> Result<(), String> {
+    use std::io::Read;
     let file = binfmt_parcode::ParFile::new(bytes).map_err(|e| e.to_string())?;
-    file.verify().map_err(|e| e.to_string())?;
     let root = file.root().map_err(|e| e.to_string())?;
     let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root).map_err(|e| e.to_string())?;
     map.get("café/0001.txt").map_err(|e| e.to_string())?;
-    map.load().map(|_| ()).map_err(|e| e.to_string())
+    let loaded = map.load().map_err(|e| e.to_string())?;
+    let mut sink = Vec::new();
+    for key in loaded.keys() {
+        if let Some(mut value) = map.reader(key.as_str()).map_err(|e| e.to_string())? {
+            sink.clear();
+            value.read_to_end(&mut sink).map_err(|e| e.to_string())?;
+        }
+    }
+    file.verify().map(|_| ()).map_err(|e| e.to_string())
 }
 
-/// PAR4 holding a `Vec<u64>`: open, verify every chunk, get one item, load
-/// them all.
+/// PAR4 holding a `Vec<u64>`: open, get one item, load them all, iterate,
+/// then verify every chunk.
 pub fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
     let file = binfmt_parcode::ParFile::new(bytes).map_err(|e| e.to_string())?;
-    file.verify().map_err(|e| e.to_string())?;
     let root = file.root().map_err(|e| e.to_string())?;
     let items = binfmt_parcode::LazyVec::<u64>::new(root).map_err(|e| e.to_string())?;
-    items.get(1500).map_err(|e| e.to_string())?;
-    items.load().map(|_| ()).map_err(|e| e.to_string())
+    if items.len() > 1500 {
+        items.get(1500).map_err(|e| e.to_string())?;
+    }
+    items.load().map_err(|e| e.to_string())?;
+    for item in items.iter() {
+        item.map_err(|e| e.to_string())?;
+    }
+    file.verify().map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// A TARIDX index: open (header and tables checked), verify every row,

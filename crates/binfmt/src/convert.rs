@@ -8,12 +8,13 @@
 //! | KAST | one uint8 array per entry, keyed by name |
 //! | PAR4 | a `HashMap<String, Vec<u8>>` in the bucket layout (`parcode` 0.6.1 loads it with `Parcode::load`) |
 //!
-//! ARCX and TARIDX are written as entries are read. KAST needs every array's
-//! size before its first byte and PAR4 buckets need every key, so those two
-//! hold the entries in memory until they are written.
+//! ARCX, TARIDX and PAR4 are written as entries are read (PAR4 takes every
+//! key and size first, then reads each value as its bucket is written). KAST
+//! needs every array's size before its first byte, so it holds the entries
+//! in memory until they are written.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use binfmt_core::{AtomicFile, IoResultExt};
@@ -89,7 +90,7 @@ pub fn convert_with_progress(
     let outputs = match to {
         Format::Arcx => to_arcx(&source, &names, output, options.arcx_dialect)?,
         Format::Kast => to_kast(&source, &names, output)?,
-        Format::Par4 => to_par4(&source, &names, output, options.par4_compression)?,
+        Format::Par4 => to_par4(&source, &entries, output, options.par4_compression)?,
         Format::Taridx => to_taridx(&source, &names, output, options.shard_size)?,
         Format::Tar | Format::Unknown => return Err(format!("cannot convert to {to}")),
     };
@@ -164,21 +165,23 @@ fn to_kast(source: &Input<'_>, names: &[&str], output: &Path) -> Result<Vec<Path
 
 fn to_par4(
     source: &Input<'_>,
-    names: &[&str],
+    entries: &[crate::entries::Entry],
     output: &Path,
     compression: binfmt_parcode::Compression,
 ) -> Result<Vec<PathBuf>, String> {
-    let map: HashMap<String, Vec<u8>> = names
-        .iter()
-        .map(|name| Ok(((*name).to_owned(), source.read(name)?)))
-        .collect::<Result<_, String>>()?;
-    let mut graph = binfmt_parcode::ChunkGraph::new();
-    let root = graph
-        .map(&map, binfmt_parcode::MapLayout::Buckets)
-        .map_err(|e| about(output, e))?;
-    graph
-        .write_file(root, compression, output)
-        .map_err(|e| about(output, e))?;
+    // Keys and sizes first; each value is read when its bucket is written,
+    // so one entry at a time is held, never the whole map.
+    let mut map = binfmt_parcode::BlobMapWriter::new();
+    for entry in entries {
+        map.add(entry.name.as_str(), entry.size);
+    }
+    map.write_file(output, compression, |name| {
+        source
+            .read(name)
+            .map(std::io::Cursor::new)
+            .map_err(std::io::Error::other)
+    })
+    .map_err(|e| about(output, e))?;
     Ok(vec![output.to_owned()])
 }
 

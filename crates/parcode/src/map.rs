@@ -294,6 +294,7 @@ where
         let decoded = decode_seed(
             UniqueMap {
                 repeat: &repeat,
+                bytes: payload.len(),
                 _entries: PhantomData,
             },
             &payload,
@@ -840,6 +841,8 @@ impl<'a> Bucket<'a> {
 /// failing there).
 struct UniqueMap<'c, K, V> {
     repeat: &'c Cell<Option<u64>>,
+    /// The bytes the map is decoded from.
+    bytes: usize,
     _entries: PhantomData<fn() -> (K, V)>,
 }
 
@@ -867,7 +870,8 @@ where
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
-        let mut map = HashMap::new();
+        // The claimed length, but no more than one entry per two bytes.
+        let mut map = HashMap::with_capacity(access.size_hint().unwrap_or(0).min(self.bytes / 2));
         let mut entry = 0u64;
         while let Some((key, value)) = access.next_entry::<K, V>()? {
             if map.insert(key, value).is_some() {

@@ -617,12 +617,11 @@ impl<'a> Chunk<'a> {
         if to <= self.tail_start {
             return Ok(self.source.bytes_at(from, len, "PAR4 payload")?);
         }
-        // Partly read with the trailer: read the rest, then append.
-        let head = self
-            .source
-            .bytes_at(from, self.tail_start - from, "PAR4 payload")?;
+        // Partly read with the trailer: read the rest in place, then append.
+        let head = (self.tail_start - from) as usize;
         let mut bytes = Vec::with_capacity(len as usize);
-        bytes.extend_from_slice(&head);
+        bytes.resize(head, 0);
+        self.source.fill_at(from, &mut bytes, "PAR4 payload")?;
         bytes.extend_from_slice(
             self.tail
                 .get(..(to - self.tail_start) as usize)

@@ -138,12 +138,8 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
             why,
         };
         let Some((count, runs_bytes)) = payload.split_first_chunk::<8>() else {
-            let len = if payload.is_empty() {
-                0
-            } else {
-                decode::<Vec<T>>(&payload, offset, "inline Vec")?.0.len() as u64
-            };
             drop(payload);
+            let len = Self::decode_inline(&container)?.len() as u64;
             return Ok(Self {
                 container,
                 len,
@@ -265,11 +261,24 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
     }
 
     fn inline_items(&self) -> Result<Vec<T>> {
-        let payload = self.container.payload()?;
+        Self::decode_inline(&self.container)
+    }
+
+    /// The items of a container holding them inline: all of its payload.
+    fn decode_inline(container: &Chunk<'a>) -> Result<Vec<T>> {
+        let payload = container.payload()?;
         if payload.is_empty() {
             return Ok(Vec::new());
         }
-        Ok(decode(&payload, self.container.offset(), "inline Vec")?.0)
+        let (items, used) = decode::<Vec<T>>(&payload, container.offset(), "inline Vec")?;
+        if used != payload.len() {
+            return Err(ParError::Payload {
+                offset: container.offset(),
+                what: "inline Vec",
+                why: format!("{} bytes after the items", payload.len() - used),
+            });
+        }
+        Ok(items)
     }
 
     /// Every item, in order, decoding one shard at a time.
