@@ -1,7 +1,9 @@
 //! Reading everything a reader can read from a file's bytes: shared by the
 //! hostile-input sweeps (`tests/tests/hostile.rs`) and the fuzz targets
 //! (`fuzz/`), which include this file as a module. Each function returns
-//! `Err` when anything was rejected; none may panic.
+//! `Err` when anything was rejected. None may panic, except where two reading
+//! paths that both accepted a file disagree about its contents: that is a
+//! bug (a silent wrong answer), and the assertion makes it a finding.
 
 // Not every includer uses every function.
 #![allow(dead_code)]
@@ -57,12 +59,19 @@ pub fn read_par4_map(bytes: Vec<u8>) -> Result<(), String> {
     let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root).map_err(|e| e.to_string())?;
     map.get("café/0001.txt").map_err(|e| e.to_string())?;
     let loaded = map.load().map_err(|e| e.to_string())?;
+    // What a load accepts, a lookup and a stream must agree with: a key
+    // that reads back another value (or none) is a silent wrong answer.
     let mut sink = Vec::new();
-    for key in loaded.keys() {
-        if let Some(mut value) = map.reader(key.as_str()).map_err(|e| e.to_string())? {
-            sink.clear();
-            value.read_to_end(&mut sink).map_err(|e| e.to_string())?;
-        }
+    for (key, value) in &loaded {
+        let got = map.get(key.as_str()).map_err(|e| e.to_string())?;
+        assert_eq!(got.as_ref(), Some(value), "get({key:?}) disagrees with load");
+        let mut reader = map
+            .reader(key.as_str())
+            .map_err(|e| e.to_string())?
+            .unwrap_or_else(|| panic!("reader({key:?}) finds nothing load found"));
+        sink.clear();
+        reader.read_to_end(&mut sink).map_err(|e| e.to_string())?;
+        assert_eq!(&sink, value, "reader({key:?}) disagrees with load");
     }
     file.verify().map(|_| ()).map_err(|e| e.to_string())
 }
@@ -76,9 +85,17 @@ pub fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
     if items.len() > 1500 {
         items.get(1500).map_err(|e| e.to_string())?;
     }
-    items.load().map_err(|e| e.to_string())?;
-    for item in items.iter() {
-        item.map_err(|e| e.to_string())?;
+    let loaded = items.load().map_err(|e| e.to_string())?;
+    // What a load accepts, item access and iteration must agree with.
+    for (index, item) in items.iter().enumerate() {
+        let item = item.map_err(|e| e.to_string())?;
+        assert_eq!(loaded.get(index), Some(&item), "iter disagrees with load at {index}");
+    }
+    for index in [0, loaded.len() / 2, loaded.len().saturating_sub(1)] {
+        if let Some(expected) = loaded.get(index) {
+            let item = items.get(index as u64).map_err(|e| e.to_string())?;
+            assert_eq!(&item, expected, "get({index}) disagrees with load");
+        }
     }
     file.verify().map(|_| ()).map_err(|e| e.to_string())
 }
