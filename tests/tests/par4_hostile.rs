@@ -182,7 +182,15 @@ fn lz4_claims_beyond_the_block_or_short_of_it_are_refused() {
         let file = ParFile::new(bytes).unwrap();
         let lazy: LazyVec<u64> = LazyVec::new(file.root().unwrap()).unwrap();
         assert!(matches!(lazy.get(3), Err(ParError::Lz4 { .. })), "{name}");
-        assert!(matches!(lazy.load(), Err(ParError::Lz4 { .. })), "{name}");
+        // A short claim may already be refused for holding too few bytes
+        // for the items the run table says.
+        assert!(
+            matches!(
+                lazy.load(),
+                Err(ParError::Lz4 { .. } | ParError::Payload { .. })
+            ),
+            "{name}"
+        );
         assert!(matches!(file.verify(), Err(ParError::Lz4 { .. })), "{name}");
     }
 }

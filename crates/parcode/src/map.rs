@@ -121,6 +121,140 @@ pub(crate) fn repeated_key(key: &[u8]) -> ParError {
     }
 }
 
+/// A map laid out for writing: its entries with their hashes and encoded
+/// keys, ordered (within each bucket, or whole for the inline layout) by
+/// hash then encoded key. Shared by [`ChunkGraph::map`] and the drop-in
+/// visitor, which makes payloads from it when the file is written.
+pub(crate) struct MapPlan<'m, K, V> {
+    entries: Vec<(&'m K, &'m V)>,
+    keys: Vec<(u64, Vec<u8>)>,
+    /// Entry indices per bucket (one list, the whole map, when inline).
+    buckets: Vec<Vec<usize>>,
+}
+
+impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
+    /// The bucket layout of `entries` (a key given twice is an error).
+    pub(crate) fn buckets(entries: impl IntoIterator<Item = (&'m K, &'m V)>) -> Result<Self> {
+        Self::plan(entries, true)
+    }
+
+    /// The inline layout of `entries`.
+    pub(crate) fn inline(entries: impl IntoIterator<Item = (&'m K, &'m V)>) -> Result<Self> {
+        Self::plan(entries, false)
+    }
+
+    fn plan(entries: impl IntoIterator<Item = (&'m K, &'m V)>, bucketed: bool) -> Result<Self> {
+        let entries: Vec<(&K, &V)> = entries.into_iter().collect();
+        let keys: Vec<(u64, Vec<u8>)> = entries
+            .par_iter()
+            .map(|(key, _)| Ok((hash_key(*key), encode(*key, "map key")?)))
+            .collect::<Result<_>>()?;
+        let count = if bucketed {
+            bucket_count(entries.len())
+        } else {
+            1
+        };
+        let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for (entry, (hash, _)) in keys.iter().enumerate() {
+            let bucket = if bucketed {
+                (hash % count as u64) as usize
+            } else {
+                0
+            };
+            if let Some(members) = buckets.get_mut(bucket) {
+                members.push(entry);
+            }
+        }
+        let sort_key = |entry: &usize| {
+            keys.get(*entry)
+                .map_or((0, &[][..]), |(hash, key)| (*hash, key.as_slice()))
+        };
+        buckets
+            .par_iter_mut()
+            .map(|members| {
+                members.sort_unstable_by(|a, b| entry_order(sort_key(a), sort_key(b)));
+                match members.windows(2).find(|pair| match pair {
+                    [a, b] => sort_key(a) == sort_key(b),
+                    _ => false,
+                }) {
+                    Some(pair) => Err(repeated_key(
+                        pair.first().map_or(&[][..], |entry| sort_key(entry).1),
+                    )),
+                    None => Ok(()),
+                }
+            })
+            .collect::<Result<Vec<()>>>()?;
+        Ok(Self {
+            entries,
+            keys,
+            buckets,
+        })
+    }
+
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The number of buckets.
+    pub(crate) fn bucket_count(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// The entries of bucket `bucket`, in order.
+    pub(crate) fn bucket_entries(
+        &self,
+        bucket: usize,
+    ) -> impl Iterator<Item = (&'m K, &'m V)> + '_ {
+        self.buckets
+            .get(bucket)
+            .into_iter()
+            .flatten()
+            .filter_map(|&entry| self.entries.get(entry).copied())
+    }
+
+    /// Appends entry `index`: its encoded key, then its value.
+    fn encode_entry(&self, index: usize, out: &mut Vec<u8>) -> Result<()> {
+        let ((_, key), (_, value)) = self
+            .keys
+            .get(index)
+            .zip(self.entries.get(index))
+            .ok_or_else(|| ParError::Encode {
+                what: "map",
+                why: "entry index out of range".into(),
+            })?;
+        out.extend_from_slice(key);
+        encode_into(*value, out, "map value")
+    }
+
+    /// Bucket `bucket`'s payload: header, tables, entries.
+    pub(crate) fn bucket_payload(&self, bucket: usize) -> Result<Vec<u8>> {
+        let members = self.buckets.get(bucket).map_or(&[][..], Vec::as_slice);
+        let mut blob = Vec::new();
+        let mut spans = Vec::with_capacity(members.len());
+        for &entry in members {
+            let start = blob.len();
+            self.encode_entry(entry, &mut blob)?;
+            let hash = self.keys.get(entry).map_or(0, |(hash, _)| *hash);
+            spans.push((hash, (blob.len() - start) as u64));
+        }
+        let mut payload = bucket_tables(&spans)?;
+        payload.extend_from_slice(&blob);
+        Ok(payload)
+    }
+
+    /// The inline layout's payload: the count, then every entry.
+    pub(crate) fn inline_payload(&self) -> Result<Vec<u8>> {
+        let mut payload = encode(&(self.entries.len() as u64), "map length")?;
+        for bucket in &self.buckets {
+            for &entry in bucket {
+                self.encode_entry(entry, &mut payload)?;
+            }
+        }
+        Ok(payload)
+    }
+}
+
 impl ChunkGraph<'_> {
     /// Adds a map in `layout`. A key given twice is an error.
     pub fn map<'m, K, V, I>(&mut self, entries: I, layout: MapLayout) -> Result<NodeId>
@@ -129,78 +263,25 @@ impl ChunkGraph<'_> {
         V: Serialize + Sync + 'm,
         I: IntoIterator<Item = (&'m K, &'m V)>,
     {
-        let entries: Vec<(&K, &V)> = entries.into_iter().collect();
-        let keys: Vec<(u64, Vec<u8>)> = entries
-            .par_iter()
-            .map(|(key, _)| Ok((hash_key(*key), encode(*key, "map key")?)))
-            .collect::<Result<_>>()?;
-        let sort_key = |entry: &usize| {
-            keys.get(*entry)
-                .map_or((0, &[][..]), |(hash, key)| (*hash, key.as_slice()))
-        };
-        let order_bucket = |bucket: &mut Vec<usize>| -> Result<()> {
-            bucket.sort_unstable_by(|a, b| entry_order(sort_key(a), sort_key(b)));
-            match bucket.windows(2).find(|pair| match pair {
-                [a, b] => sort_key(a) == sort_key(b),
-                _ => false,
-            }) {
-                Some(pair) => Err(repeated_key(
-                    pair.first().map_or(&[][..], |e| sort_key(e).1),
-                )),
-                None => Ok(()),
-            }
-        };
-        // Entry `index`: its key (encoded above) and value.
-        let encode_entry = |index: usize, out: &mut Vec<u8>| -> Result<()> {
-            let ((_, key), (_, value)) =
-                keys.get(index)
-                    .zip(entries.get(index))
-                    .ok_or_else(|| ParError::Encode {
-                        what: "map",
-                        why: "entry index out of range".into(),
-                    })?;
-            out.extend_from_slice(key);
-            encode_into(*value, out, "map value")
-        };
         match layout {
             MapLayout::Inline => {
-                let mut order: Vec<usize> = (0..entries.len()).collect();
-                order_bucket(&mut order)?;
-                let mut payload = encode(&(entries.len() as u64), "map length")?;
-                for entry in order {
-                    encode_entry(entry, &mut payload)?;
-                }
-                self.add(payload, Vec::new())
+                let plan = MapPlan::inline(entries)?;
+                self.add(plan.inline_payload()?, Vec::new())
             }
             MapLayout::Buckets => {
-                let buckets = bucket_count(entries.len());
-                let mut members: Vec<Vec<usize>> = vec![Vec::new(); buckets];
-                for (entry, (hash, _)) in keys.iter().enumerate() {
-                    if let Some(bucket) = members.get_mut((hash % buckets as u64) as usize) {
-                        bucket.push(entry);
-                    }
-                }
-                let payloads: Vec<Vec<u8>> = members
-                    .par_iter_mut()
-                    .map(|bucket| {
-                        order_bucket(bucket)?;
-                        let mut blob = Vec::new();
-                        let mut spans = Vec::with_capacity(bucket.len());
-                        for &entry in bucket.iter() {
-                            let start = blob.len();
-                            encode_entry(entry, &mut blob)?;
-                            spans.push((sort_key(&entry).0, (blob.len() - start) as u64));
-                        }
-                        let mut payload = bucket_tables(&spans)?;
-                        payload.extend_from_slice(&blob);
-                        Ok(payload)
-                    })
+                let plan = MapPlan::buckets(entries)?;
+                let payloads: Vec<Vec<u8>> = (0..plan.bucket_count())
+                    .into_par_iter()
+                    .map(|bucket| plan.bucket_payload(bucket))
                     .collect::<Result<_>>()?;
                 let children = payloads
                     .into_iter()
                     .map(|payload| self.add(payload, Vec::new()))
                     .collect::<Result<Vec<_>>>()?;
-                self.add((buckets as u32).to_le_bytes().to_vec(), children)
+                self.add(
+                    (plan.bucket_count() as u32).to_le_bytes().to_vec(),
+                    children,
+                )
             }
         }
     }
@@ -365,6 +446,40 @@ where
         let bucket = self.bucket_of(hash, false)?;
         match Self::find(&bucket, key, hash)? {
             Some((index, _)) => bucket.entry::<K, V>(index).map(|(_, value)| Some(value)),
+            None => Ok(None),
+        }
+    }
+
+    /// The value under `key`, without keeping a decoded inline map (so `V`
+    /// need not be `Clone`): an inline map is decoded for the call.
+    pub(crate) fn take<Q>(&self, key: &Q) -> Result<Option<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        Ok(self.find_entry(key)?.map(|(_, value)| value))
+    }
+
+    /// The value under `key`, with where it is: its bucket chunk and index
+    /// there, or `None` in the inline layout.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn find_entry<Q>(&self, key: &Q) -> Result<Option<(Option<(Chunk<'a>, u32)>, V)>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.is_inline() {
+            return Ok(self.decode_inline()?.remove(key).map(|value| (None, value)));
+        }
+        let hash = hash_key(key);
+        let index = (hash % u64::from(self.buckets)) as u32;
+        let chunk = self.container.child(index)?;
+        let bucket = Bucket::open(chunk.clone(), index, self.buckets, false)?;
+        match Self::find(&bucket, key, hash)? {
+            Some((entry, _)) => {
+                let (_, value) = bucket.entry::<K, V>(entry)?;
+                Ok(Some((Some((chunk, entry)), value)))
+            }
             None => Ok(None),
         }
     }
@@ -608,7 +723,7 @@ impl<'a> Bucket<'a> {
             let len = payload.len() as u64;
             (Data::Whole(payload), len)
         } else {
-            let len = chunk.stored_len();
+            let len = chunk.payload_len();
             (Data::Stored(chunk), len)
         };
         let mut bucket = Self {

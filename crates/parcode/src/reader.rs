@@ -409,15 +409,15 @@ impl<'a> Chunk<'a> {
                 (start, Held::from_cow(bytes))
             }
         };
-        let meta = MetaByte(*held.last().ok_or_else(|| too_short(1))?);
+        let meta = MetaByte::from_byte(*held.last().ok_or_else(|| too_short(1))?);
         if meta.reserved_bits() != 0 {
             return Err(ParError::ReservedBits {
                 offset,
-                meta: meta.0,
+                meta: meta.as_u8(),
             });
         }
-        let compression = Compression::from_id(meta.compression_id(), offset)?;
-        let (child_count, payload_end) = if meta.has_children() {
+        let compression = Compression::from_id(meta.compression_method(), offset)?;
+        let (child_count, payload_end) = if meta.is_chunkable() {
             if length < 5 {
                 return Err(too_short(5));
             }
@@ -544,6 +544,15 @@ impl<'a> Chunk<'a> {
         })
     }
 
+    /// This chunk outside any walk: for reads that look at chunks without
+    /// walking them (a walk's later visit of them is not a second one).
+    pub(crate) fn unwalked(&self) -> Self {
+        Self {
+            walk: None,
+            ..self.clone()
+        }
+    }
+
     /// Whether this chunk belongs to a walk ([`Chunk::walking`]).
     pub fn is_walking(&self) -> bool {
         self.walk.is_some()
@@ -589,8 +598,9 @@ impl<'a> Chunk<'a> {
         self.source
     }
 
-    /// The size of the payload as stored (compressed or not).
-    pub fn stored_len(&self) -> u64 {
+    /// The size of the payload as stored (compressed or not), as the
+    /// reference's `ChunkNode::payload_len`.
+    pub fn payload_len(&self) -> u64 {
         self.payload_end - self.offset
     }
 
@@ -602,7 +612,7 @@ impl<'a> Chunk<'a> {
     /// The payload as stored (compressed or not): borrowed from a source in
     /// memory, read otherwise (reusing the bytes read with the trailer).
     pub fn stored_payload(&self) -> Result<Cow<'a, [u8]>> {
-        self.stored_bytes(0, self.stored_len())
+        self.stored_bytes(0, self.payload_len())
     }
 
     /// `len` bytes of the stored payload from `start` (relative to the
@@ -632,21 +642,24 @@ impl<'a> Chunk<'a> {
 
     /// The payload's size once decompressed: the stored size, or the LZ4
     /// size prefix (a 4-byte read), checked against the 255× bound.
-    pub fn payload_len(&self) -> Result<u64> {
+    pub fn decompressed_len(&self) -> Result<u64> {
         match self.compression {
-            Compression::None => Ok(self.stored_len()),
+            Compression::None => Ok(self.payload_len()),
             Compression::Lz4 => {
-                if self.stored_len() < 4 {
+                if self.payload_len() < 4 {
                     return Err(ParError::Lz4 {
                         offset: self.offset,
-                        why: format!("{} bytes, too short for the size prefix", self.stored_len()),
+                        why: format!(
+                            "{} bytes, too short for the size prefix",
+                            self.payload_len()
+                        ),
                     });
                 }
                 let prefix = self.stored_bytes(0, 4)?;
                 let claim = prefix
                     .first_chunk::<4>()
                     .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)));
-                Compression::check_lz4_claim(claim, self.stored_len() - 4, self.offset)?;
+                Compression::check_lz4_claim(claim, self.payload_len() - 4, self.offset)?;
                 Ok(claim)
             }
         }
@@ -706,8 +719,16 @@ impl<'a> Chunk<'a> {
         Ok(child)
     }
 
-    /// Every child, in order.
-    pub fn children(&self) -> impl ExactSizeIterator<Item = Result<Chunk<'a>>> + '_ {
-        (0..self.child_count).map(|index| self.child(index))
+    /// Every child, in order, each read and checked.
+    pub fn children(&self) -> Result<Vec<Chunk<'a>>> {
+        (0..self.child_count)
+            .map(|index| self.child(index))
+            .collect()
     }
 }
+
+pub use crate::api::ParcodeFile;
+pub use crate::native::{ChunkIterator, ParcodeItem, ParcodeNative};
+
+/// [`Chunk`] under the reference's name.
+pub type ChunkNode<'a> = Chunk<'a>;

@@ -18,7 +18,7 @@
 //! }
 //!
 //! impl<'a> CatalogView<'a> {
-//!     fn read(fields: &mut StructReader<'a>) -> binfmt_parcode::Result<Self> {
+//!     fn read(fields: &mut StructReader<'a>) -> binfmt_parcode::error::Result<Self> {
 //!         Ok(Self { name: fields.field()?, ids: fields.vec()?, index: fields.map()? })
 //!     }
 //! }

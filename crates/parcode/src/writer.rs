@@ -31,6 +31,7 @@ use rayon::prelude::*;
 use crate::compression::Compression;
 use crate::error::{ParError, Result};
 use crate::format::{ChildRef, GlobalHeader, MAGIC, MetaByte, VERSION};
+use crate::job::SerializationJob;
 
 /// A node of a [`ChunkGraph`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -48,6 +49,7 @@ impl NodeId {
 enum Payload<'g> {
     Ready(Vec<u8>),
     Deferred(Box<dyn Fn() -> Result<Vec<u8>> + Send + Sync + 'g>),
+    Job(Box<dyn SerializationJob<'g> + 'g>),
 }
 
 impl fmt::Debug for Payload<'_> {
@@ -55,6 +57,7 @@ impl fmt::Debug for Payload<'_> {
         match self {
             Self::Ready(bytes) => write!(f, "Ready({} bytes)", bytes.len()),
             Self::Deferred(_) => f.write_str("Deferred"),
+            Self::Job(job) => write!(f, "{job:?}"),
         }
     }
 }
@@ -85,9 +88,16 @@ struct Node<'g> {
 /// assert_eq!(LazyVec::<u64>::new(file.root()?)?.get(9_999)?, 9_999);
 /// # Ok::<(), binfmt_parcode::ParError>(())
 /// ```
+///
+/// The drop-in API builds the same graph parent first
+/// ([`ChunkGraph::add_node`], [`ChunkGraph::link_parent_child`], as the
+/// reference's `TaskGraph`, which is this type under that name); a link
+/// that would not make a tree is reported when the file is written.
 #[derive(Debug, Default)]
 pub struct ChunkGraph<'g> {
     nodes: Vec<Node<'g>>,
+    /// The first problem found while building, reported when writing.
+    error: Option<ParError>,
 }
 
 /// Chunks produced at once while the previous batch is written.
@@ -96,7 +106,96 @@ const BATCH: usize = 32;
 impl<'g> ChunkGraph<'g> {
     /// An empty graph.
     pub fn new() -> Self {
-        Self { nodes: Vec::new() }
+        Self::default()
+    }
+
+    /// Adds a chunk made by `job` when the file is written, compressed as
+    /// its config says; its children are linked afterwards.
+    pub fn add_node(&mut self, job: Box<dyn SerializationJob<'g> + 'g>) -> NodeId {
+        let compression = job.config().compression().unwrap_or_else(|error| {
+            self.fail(error);
+            None
+        });
+        self.nodes.push(Node {
+            payload: Payload::Job(job),
+            children: Vec::new(),
+            has_parent: false,
+            compression,
+        });
+        NodeId(self.nodes.len() - 1)
+    }
+
+    /// Makes `child` the next child of `parent`. A node already linked, an
+    /// unknown node, or a node linked to itself is reported when the file
+    /// is written (the reference panics on unknown nodes).
+    pub fn link_parent_child(&mut self, parent: NodeId, child: NodeId) {
+        let problem = match self.nodes.get(child.0) {
+            None => Some(missing(child)),
+            Some(node) if node.has_parent || parent == child => Some(ParError::Encode {
+                what: "chunk graph",
+                why: format!(
+                    "node {} would have two parents: a PAR4 file is a tree",
+                    child.0
+                ),
+            }),
+            Some(_) if self.nodes.get(parent.0).is_none() => Some(missing(parent)),
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            return self.fail(problem);
+        }
+        if let Some(node) = self.nodes.get_mut(child.0) {
+            node.has_parent = true;
+        }
+        if let Some(node) = self.nodes.get_mut(parent.0) {
+            node.children.push(child);
+        }
+    }
+
+    /// Replaces the job of `node`.
+    pub fn replace_job(&mut self, node: NodeId, job: Box<dyn SerializationJob<'g> + 'g>) {
+        let compression = match job.config().compression() {
+            Ok(compression) => compression,
+            Err(error) => return self.fail(error),
+        };
+        match self.nodes.get_mut(node.0) {
+            Some(slot) => {
+                slot.payload = Payload::Job(job);
+                slot.compression = compression;
+            }
+            None => self.fail(missing(node)),
+        }
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Records a problem found while building, reported when writing.
+    pub(crate) fn fail(&mut self, error: ParError) {
+        self.error.get_or_insert(error);
+    }
+
+    /// Writes the file whose root is the first node added (as a value's
+    /// `visit` adds its own chunk first).
+    pub(crate) fn write_root<W: Write + Send>(
+        &self,
+        compression: Compression,
+        out: W,
+    ) -> Result<W> {
+        if self.nodes.is_empty() {
+            return Err(ParError::Encode {
+                what: "chunk graph",
+                why: "the value added no chunk".into(),
+            });
+        }
+        self.write_to(NodeId(0), compression, out)
     }
 
     /// Adds a chunk with `payload` (uncompressed) and `children`, which
@@ -169,6 +268,12 @@ impl<'g> ChunkGraph<'g> {
         compression: Compression,
         out: W,
     ) -> Result<W> {
+        if let Some(error) = &self.error {
+            return Err(ParError::Encode {
+                what: "chunk graph",
+                why: error.to_string(),
+            });
+        }
         let order = self.post_order(root)?;
         let mut refs: Vec<Option<ChildRef>> = vec![None; self.nodes.len()];
         let mut writer = ChunkWriter::new(out);
@@ -220,6 +325,12 @@ impl<'g> ChunkGraph<'g> {
                         let bytes = make()?;
                         Cow::Owned(compression.compress(&bytes)?.into_owned())
                     }
+                    Payload::Job(job) => {
+                        let bytes = job
+                            .execute(&[])
+                            .map_err(|error| ParError::Job(Box::new(error)))?;
+                        Cow::Owned(compression.compress(&bytes)?.into_owned())
+                    }
                 };
                 Ok((stored, compression))
             })
@@ -265,14 +376,33 @@ impl<'g> ChunkGraph<'g> {
         write_file_with(path.as_ref(), |file| self.write_to(root, compression, file))
     }
 
-    /// The nodes reachable from `root`, each after its children.
+    /// The nodes reachable from `root`, each after its children; a cycle
+    /// (possible only through links) is an error.
     fn post_order(&self, root: NodeId) -> Result<Vec<NodeId>> {
-        self.nodes.get(root.0).ok_or_else(|| missing(root))?;
+        let node = self.nodes.get(root.0).ok_or_else(|| missing(root))?;
+        if node.has_parent {
+            return Err(ParError::Encode {
+                what: "chunk graph",
+                why: format!("the root, node {}, is another node's child", root.0),
+            });
+        }
         let mut order = Vec::new();
+        let mut entered = vec![false; self.nodes.len()];
         // (node, index of the next child to descend into)
         let mut path = vec![(root, 0usize)];
         while let Some((id, next)) = path.last_mut() {
             let node = self.nodes.get(id.0).ok_or_else(|| missing(*id))?;
+            if *next == 0 {
+                match entered.get_mut(id.0) {
+                    Some(seen) if !*seen => *seen = true,
+                    _ => {
+                        return Err(ParError::Encode {
+                            what: "chunk graph",
+                            why: format!("node {} is reached twice (a cycle)", id.0),
+                        });
+                    }
+                }
+            }
             match node.children.get(*next) {
                 Some(&child) => {
                     *next += 1;
@@ -383,7 +513,7 @@ impl<W: Write> ChunkWriter<W> {
             self.trailer.extend_from_slice(&count.to_le_bytes());
         }
         self.trailer
-            .push(MetaByte::new(!children.is_empty(), compression.id()).0);
+            .push(MetaByte::new(!children.is_empty(), compression.id()).as_u8());
         Ok(())
     }
 
@@ -445,7 +575,9 @@ mod tests {
         assert_eq!(&*root.payload().unwrap(), b"root");
         let children: Vec<Vec<u8>> = root
             .children()
-            .map(|c| c.unwrap().payload().unwrap().to_vec())
+            .unwrap()
+            .iter()
+            .map(|c| c.payload().unwrap().to_vec())
             .collect();
         assert_eq!(children, [b"a".to_vec(), b"bb".to_vec()]);
     }

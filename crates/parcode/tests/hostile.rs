@@ -150,7 +150,7 @@ fn truncated_and_corrupt_lz4_payloads() {
     let good = sample(Compression::Lz4);
     let file = ParFile::new(good.clone()).unwrap();
     let first = file.root().unwrap().child(0).unwrap();
-    let (start, stored) = (first.offset() as usize, first.stored_len() as usize);
+    let (start, stored) = (first.offset() as usize, first.payload_len() as usize);
     // Claim more output than the block holds.
     let mut claims_more = good.clone();
     claims_more[start..start + 4].copy_from_slice(&1_000_000u32.to_le_bytes());

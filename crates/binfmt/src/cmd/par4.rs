@@ -58,17 +58,17 @@ struct Node {
 
 /// The tree under `chunk`, walked (a chunk reached twice is an error;
 /// recursion is bounded by the reader's depth limit).
-fn tree(chunk: &Chunk<'_>) -> binfmt_parcode::Result<Node> {
+fn tree(chunk: &Chunk<'_>) -> binfmt_parcode::error::Result<Node> {
     let mut children = Vec::new();
-    for child in chunk.children() {
-        children.push(tree(&child?)?);
+    for child in chunk.children()? {
+        children.push(tree(&child)?);
     }
     Ok(Node {
         offset: chunk.offset(),
         length: chunk.length(),
         compression: chunk.compression().name(),
-        stored_bytes: chunk.stored_len(),
-        payload_bytes: chunk.payload_len()?,
+        stored_bytes: chunk.payload_len(),
+        payload_bytes: chunk.decompressed_len()?,
         children,
     })
 }
