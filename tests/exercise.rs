@@ -64,7 +64,11 @@ pub fn read_par4_map(bytes: Vec<u8>) -> Result<(), String> {
     let mut sink = Vec::new();
     for (key, value) in &loaded {
         let got = map.get(key.as_str()).map_err(|e| e.to_string())?;
-        assert_eq!(got.as_ref(), Some(value), "get({key:?}) disagrees with load");
+        assert_eq!(
+            got.as_ref(),
+            Some(value),
+            "get({key:?}) disagrees with load"
+        );
         let mut reader = map
             .reader(key.as_str())
             .map_err(|e| e.to_string())?
@@ -89,7 +93,11 @@ pub fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
     // What a load accepts, item access and iteration must agree with.
     for (index, item) in items.iter().enumerate() {
         let item = item.map_err(|e| e.to_string())?;
-        assert_eq!(loaded.get(index), Some(&item), "iter disagrees with load at {index}");
+        assert_eq!(
+            loaded.get(index),
+            Some(&item),
+            "iter disagrees with load at {index}"
+        );
     }
     for index in [0, loaded.len() / 2, loaded.len().saturating_sub(1)] {
         if let Some(expected) = loaded.get(index) {
