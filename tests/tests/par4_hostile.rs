@@ -64,23 +64,30 @@ fn map_errors(bytes: &[u8], key: &str) -> [ParError; 3] {
     [get, reader, lazy.load().unwrap_err()]
 }
 
-// (a) Children lie before their parent and share no bytes.
+// (a) Children lie before their parent (checked when reached) and share no
+// bytes (checked by every operation over all of a chunk's children).
 
 #[test]
-fn a_child_after_its_parent_is_refused_at_open() {
+fn a_child_after_its_parent_is_refused_when_reached() {
     let mut file = Builder::new();
     let leaf = file.chunk(b"leaf", &[], NONE);
     let parent_at = file.offset();
     let root = file.chunk(b"", &[leaf, (parent_at, 5)], NONE);
     let bytes = regression("child-after-parent", file.finish(root));
+    // Checked when the child is reached (one path), and by every walk.
+    let file = ParFile::new(bytes).unwrap();
     assert!(matches!(
-        ParFile::new(bytes),
+        file.root().unwrap().child(1),
+        Err(ParError::ChildNotBeforeParent { index: 1, .. })
+    ));
+    assert!(matches!(
+        file.verify(),
         Err(ParError::ChildNotBeforeParent { index: 1, .. })
     ));
 }
 
 #[test]
-fn vec_shards_all_pointing_at_one_lz4_chunk_are_refused_before_anything_is_allocated() {
+fn vec_shards_all_pointing_at_one_lz4_chunk_are_refused_before_anything_is_reserved() {
     // The example: every shard of a container is one chunk whose
     // LZ4 prefix claims a large size; loading would reserve shards × claim.
     let mut file = Builder::new();
@@ -88,13 +95,26 @@ fn vec_shards_all_pointing_at_one_lz4_chunk_are_refused_before_anything_is_alloc
     let shards = vec![shard; 4096];
     let root = file.chunk(&vec_container(4096 * 1000, &[(1000, 4096)]), &shards, NONE);
     let bytes = regression("vec-shards-alias-one-chunk", file.finish(root));
+    // Every operation over all shards checks they are distinct first;
+    // reaching one shard needs no such check.
+    let file = ParFile::new(bytes).unwrap();
+    let lazy: LazyVec<u64> = LazyVec::new(file.root().unwrap()).unwrap();
+    assert_eq!(lazy.get(5).unwrap(), 7);
     assert!(matches!(
-        ParFile::new(bytes),
+        lazy.load(),
         Err(ParError::ChildrenOverlap {
             first: 0,
             second: 1,
             ..
         })
+    ));
+    assert!(matches!(
+        lazy.iter().next(),
+        Some(Err(ParError::ChildrenOverlap { .. }))
+    ));
+    assert!(matches!(
+        file.verify(),
+        Err(ParError::ChunkReachedTwice { .. })
     ));
 }
 
@@ -106,13 +126,20 @@ fn children_sharing_some_bytes_are_refused() {
     // Out of file order, so the sorted check finds them.
     let root = file.chunk(&vec_container(6, &[(3, 2)]), &[b, a], NONE);
     let bytes = regression("children-overlap", file.finish(root));
+    let file = ParFile::new(bytes).unwrap();
     assert!(matches!(
-        ParFile::new(bytes),
+        file.root().unwrap().check_children_disjoint(),
         Err(ParError::ChildrenOverlap {
             first: 1,
             second: 0,
             ..
         })
+    ));
+    let lazy: LazyVec<u64> = LazyVec::new(file.root().unwrap()).unwrap();
+    assert!(matches!(lazy.load(), Err(ParError::ChildrenOverlap { .. })));
+    assert!(matches!(
+        file.verify(),
+        Err(ParError::ChunkReachedTwice { .. })
     ));
 }
 
@@ -231,10 +258,10 @@ fn repeated_bucket_references_are_refused() {
     let one = file.chunk(&bucket(&[Entry::blob("k", b"v")]), &[], NONE);
     let root = file.chunk(&2u32.to_le_bytes(), &[one, one], NONE);
     let bytes = regression("map-bucket-refs-repeated", file.finish(root));
-    assert!(matches!(
-        ParFile::new(bytes),
-        Err(ParError::ChildrenOverlap { .. })
-    ));
+    let file = ParFile::new(bytes).unwrap();
+    let lazy: LazyMap<String, Vec<u8>> = LazyMap::new(file.root().unwrap()).unwrap();
+    assert!(matches!(lazy.load(), Err(ParError::ChildrenOverlap { .. })));
+    assert!(matches!(lazy.len(), Err(ParError::ChildrenOverlap { .. })));
 }
 
 #[test]

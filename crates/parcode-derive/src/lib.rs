@@ -120,6 +120,68 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         })
         .collect();
     let all_names: Vec<&Ident> = fields.iter().map(|f| &f.ident).collect();
+    // The plain fields, decoded from `reader`: as one tuple (one decoder
+    // call per item, the same bytes as field after field) when serde has
+    // tuples that long, otherwise field by field.
+    let struct_label = name.to_string();
+    let tuple = (1..=16).contains(&locals.len());
+    let read_locals = |reader: Tokens| {
+        if tuple {
+            quote! {
+                let ( #( #local_names, )* ): ( #( #local_types, )* ) =
+                    #krate::rt::read_local(#reader, #struct_label)?;
+            }
+        } else {
+            quote! {
+                #( let #local_names: #local_types = #krate::rt::read_local(#reader, #local_labels)?; )*
+            }
+        }
+    };
+    let write_locals = |writer: Tokens| {
+        if tuple {
+            quote! { #krate::rt::write_local(&( #( &self.#local_names, )* ), #writer)?; }
+        } else {
+            quote! { #( #krate::rt::write_local(&self.#local_names, #writer)?; )* }
+        }
+    };
+    let write_to_writer = write_locals(quote! { writer });
+    let write_to_payload = write_locals(quote! { &mut payload });
+    let read_locals_owned = read_locals(quote! { &mut reader });
+    let read_locals_borrowed = read_locals(quote! { reader });
+    let skip_locals = if tuple {
+        quote! { #krate::rt::read_local::<( #( #local_types, )* )>(reader, #struct_label)?; }
+    } else {
+        quote! { #( #krate::rt::read_local::<#local_types>(reader, #local_labels)?; )* }
+    };
+    let skip_many = if tuple {
+        quote! {
+            fn skip_many(reader: &mut ::std::io::Cursor<&[u8]>, count: usize) -> #krate::Result<()> {
+                #krate::rt::skip_elements::<( #( #local_types, )* )>(reader, count)
+            }
+        }
+    } else {
+        quote! {}
+    };
+    // Items with plain fields only: a whole shard in one decoder call.
+    let fill_slots = if tuple && remotes.is_empty() {
+        quote! {
+            fn fill_slots(
+                reader: &mut ::std::io::Cursor<&[u8]>,
+                _children: &mut ::std::vec::IntoIter<#krate::reader::ChunkNode<'_>>,
+                slots: &mut [::core::mem::MaybeUninit<Self>],
+                written: &mut usize,
+            ) -> #krate::Result<()> {
+                #krate::rt::fill_plain(
+                    reader,
+                    slots,
+                    written,
+                    |( #( #local_names, )* ): ( #( #local_types, )* )| Self { #( #local_names ),* },
+                )
+            }
+        }
+    } else {
+        quote! {}
+    };
     // Destructuring a decoded value: locals kept, remotes' inline copies dropped.
     let destructure: Vec<Tokens> = fields
         .iter()
@@ -179,7 +241,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 Self: #krate::internal::serde::Serialize,
             {
                 let _ = &writer;
-                #( #krate::rt::write_local(&self.#local_names, writer)?; )*
+                #write_to_writer
                 ::core::result::Result::Ok(())
             }
 
@@ -201,7 +263,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 _children: &[#krate::format::ChildRef],
             ) -> #krate::Result<::std::vec::Vec<u8>> {
                 let mut payload = ::std::vec::Vec::new();
-                #( #krate::rt::write_local(&self.#local_names, &mut payload)?; )*
+                #write_to_payload
                 ::core::result::Result::Ok(payload)
             }
 
@@ -214,7 +276,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             fn from_node(node: &#krate::reader::ChunkNode<'_>) -> #krate::Result<Self> {
                 let payload = node.read_raw()?;
                 let mut reader = ::std::io::Cursor::new(&*payload);
-                #( let #local_names: #local_types = #krate::rt::read_local(&mut reader, #local_labels)?; )*
+                #read_locals_owned
                 #krate::rt::end_of_payload(&reader, node)?;
                 let mut children = node.children()?.into_iter();
                 #( let #remote_names: #remote_types = #krate::rt::load_child(&mut children, #remote_labels)?; )*
@@ -229,7 +291,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 children: &mut ::std::vec::IntoIter<#krate::reader::ChunkNode<'_>>,
             ) -> #krate::Result<Self> {
                 let _ = &children;
-                #( let #local_names: #local_types = #krate::rt::read_local(reader, #local_labels)?; )*
+                #read_locals_borrowed
                 #( let #remote_names: #remote_types = #krate::rt::load_child(children, #remote_labels)?; )*
                 ::core::result::Result::Ok(Self { #( #all_names ),* })
             }
@@ -238,9 +300,13 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
 
             fn skip_in_shard(reader: &mut ::std::io::Cursor<&[u8]>) -> #krate::Result<()> {
                 let _ = &reader;
-                #( #krate::rt::read_local::<#local_types>(reader, #local_labels)?; )*
+                #skip_locals
                 ::core::result::Result::Ok(())
             }
+
+            #skip_many
+
+            #fill_slots
         }
 
         #[derive(Debug)]
@@ -271,7 +337,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 children: &mut ::std::vec::IntoIter<#krate::reader::ChunkNode<'a>>,
             ) -> #krate::Result<Self::Lazy> {
                 let _ = (&reader, &children);
-                #( let #local_names: #local_types = #krate::rt::read_local(reader, #local_labels)?; )*
+                #read_locals_borrowed
                 #(
                     let #remote_names = <#remote_types as #krate::rt::ParcodeLazyRef<'a>>::create_lazy(
                         #krate::rt::next_child(children, #remote_labels)?,

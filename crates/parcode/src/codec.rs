@@ -61,7 +61,30 @@ pub fn decode<T: DeserializeOwned>(
     offset: u64,
     what: &'static str,
 ) -> Result<(T, usize)> {
-    decode_seed(PhantomData::<T>, bytes, offset, what)
+    decode_seed_of::<T, _>(PhantomData::<T>, bytes, offset, what)
+}
+
+/// [`decode_seed`] for a seed that decodes values of type `T` (or
+/// sequences of them): a `T` that owns no heap memory (`!needs_drop`:
+/// numbers, booleans, arrays and structs of them) can claim nothing to
+/// allocate, so it is decoded without bincode's limit, whose accounting
+/// costs on every primitive.
+pub fn decode_seed_of<'de, T, S: DeserializeSeed<'de>>(
+    seed: S,
+    bytes: &'de [u8],
+    offset: u64,
+    what: &'static str,
+) -> Result<(S::Value, usize)> {
+    if std::mem::needs_drop::<T>() {
+        return decode_seed(seed, bytes, offset, what);
+    }
+    bincode::serde::seed_decode_from_slice(seed, bytes, bincode::config::standard()).map_err(
+        |error| ParError::Payload {
+            offset,
+            what,
+            why: error.to_string(),
+        },
+    )
 }
 
 /// [`decode`] through a serde seed.
@@ -95,6 +118,64 @@ pub fn decode_seed<'de, S: DeserializeSeed<'de>>(
         what,
         why: error.to_string(),
     })
+}
+
+/// A bincode reader over a slice that counts the bytes it gave out.
+struct Counting<'s> {
+    bytes: &'s [u8],
+    used: usize,
+}
+
+impl bincode::de::read::Reader for Counting<'_> {
+    #[inline]
+    fn read(&mut self, out: &mut [u8]) -> Result<(), bincode::error::DecodeError> {
+        let Some((taken, rest)) = self.bytes.split_at_checked(out.len()) else {
+            return Err(bincode::error::DecodeError::UnexpectedEnd {
+                additional: out.len() - self.bytes.len(),
+            });
+        };
+        out.copy_from_slice(taken);
+        self.bytes = rest;
+        self.used += out.len();
+        Ok(())
+    }
+
+    #[inline]
+    fn peek_read(&mut self, n: usize) -> Option<&[u8]> {
+        self.bytes.get(..n)
+    }
+
+    #[inline]
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.bytes.len());
+        self.bytes = self.bytes.get(n..).unwrap_or_default();
+        self.used += n;
+    }
+}
+
+/// Values of a type that allocates nothing (numbers, booleans) decoded one
+/// after another by bincode's own decoders (the same bytes as through
+/// serde, without its per-value indirection): `count` of them, each handed
+/// to `each`. Returns the bytes used. The chunk at `offset` is named in
+/// errors.
+pub(crate) fn decode_plain<T: bincode::Decode<()>>(
+    bytes: &[u8],
+    count: usize,
+    offset: u64,
+    what: &'static str,
+    mut each: impl FnMut(T),
+) -> Result<usize> {
+    let mut decoder =
+        bincode::de::DecoderImpl::new(Counting { bytes, used: 0 }, bincode::config::standard(), ());
+    for _ in 0..count {
+        let value = T::decode(&mut decoder).map_err(|error| ParError::Payload {
+            offset,
+            what,
+            why: error.to_string(),
+        })?;
+        each(value);
+    }
+    Ok(bincode::de::Decoder::reader(&mut decoder).used)
 }
 
 /// The hash the reference buckets map keys by: xxHash64, seed 0, over the

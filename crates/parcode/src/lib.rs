@@ -75,7 +75,7 @@ pub use api::{Parcode, ParcodeFile, ParcodeOptions};
 pub use binfmt_parcode_derive::ParcodeObject;
 pub use blob::{BlobMapWriter, STREAM_ABOVE};
 pub use codec::hash_key;
-pub use compression::Compression;
+pub use compression::{Compression, Compressor, Lz4Compressor, NoCompression};
 pub use error::{Detail, ParError, ParcodeError};
 pub use format::{GLOBAL_HEADER_SIZE, MAGIC};
 pub use map::{LazyMap, MapLayout, ValueReader};

@@ -121,13 +121,14 @@ pub(crate) fn repeated_key(key: &[u8]) -> ParError {
     }
 }
 
-/// A map laid out for writing: its entries with their hashes and encoded
-/// keys, ordered (within each bucket, or whole for the inline layout) by
-/// hash then encoded key. Shared by [`ChunkGraph::map`] and the drop-in
-/// visitor, which makes payloads from it when the file is written.
+/// A map laid out for writing: its entries with their hashes, ordered
+/// (within each bucket, or whole for the inline layout) by hash then encoded
+/// key (keys are encoded to compare only when their hashes tie). Shared by
+/// [`ChunkGraph::map`] and the drop-in visitor, which makes payloads from it
+/// when the file is written.
 pub(crate) struct MapPlan<'m, K, V> {
     entries: Vec<(&'m K, &'m V)>,
-    keys: Vec<(u64, Vec<u8>)>,
+    hashes: Vec<u64>,
     /// Entry indices per bucket (one list, the whole map, when inline).
     buckets: Vec<Vec<usize>>,
 }
@@ -145,17 +146,14 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
 
     fn plan(entries: impl IntoIterator<Item = (&'m K, &'m V)>, bucketed: bool) -> Result<Self> {
         let entries: Vec<(&K, &V)> = entries.into_iter().collect();
-        let keys: Vec<(u64, Vec<u8>)> = entries
-            .par_iter()
-            .map(|(key, _)| Ok((hash_key(*key), encode(*key, "map key")?)))
-            .collect::<Result<_>>()?;
+        let hashes: Vec<u64> = entries.par_iter().map(|(key, _)| hash_key(*key)).collect();
         let count = if bucketed {
             bucket_count(entries.len())
         } else {
             1
         };
         let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); count];
-        for (entry, (hash, _)) in keys.iter().enumerate() {
+        for (entry, hash) in hashes.iter().enumerate() {
             let bucket = if bucketed {
                 (hash % count as u64) as usize
             } else {
@@ -165,28 +163,54 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
                 members.push(entry);
             }
         }
-        let sort_key = |entry: &usize| {
-            keys.get(*entry)
-                .map_or((0, &[][..]), |(hash, key)| (*hash, key.as_slice()))
+        let hash_of = |entry: &usize| hashes.get(*entry).copied().unwrap_or(0);
+        let key_of = |entry: &usize| -> Result<Vec<u8>> {
+            match entries.get(*entry) {
+                Some((key, _)) => encode(*key, "map key"),
+                None => Ok(Vec::new()),
+            }
         };
         buckets
             .par_iter_mut()
             .map(|members| {
-                members.sort_unstable_by(|a, b| entry_order(sort_key(a), sort_key(b)));
-                match members.windows(2).find(|pair| match pair {
-                    [a, b] => sort_key(a) == sort_key(b),
-                    _ => false,
-                }) {
-                    Some(pair) => Err(repeated_key(
-                        pair.first().map_or(&[][..], |entry| sort_key(entry).1),
-                    )),
-                    None => Ok(()),
+                members.sort_unstable_by_key(hash_of);
+                // Equal hashes (rare): order by encoded key; equal keys are
+                // the same key given twice.
+                let mut start = 0;
+                while start < members.len() {
+                    let hash = members.get(start).map_or(0, hash_of);
+                    let end = start
+                        + members
+                            .get(start..)
+                            .unwrap_or_default()
+                            .iter()
+                            .take_while(|entry| hash_of(entry) == hash)
+                            .count();
+                    if end - start > 1 {
+                        let tied = members.get_mut(start..end).unwrap_or_default();
+                        let mut keyed: Vec<(Vec<u8>, usize)> = tied
+                            .iter()
+                            .map(|entry| Ok((key_of(entry)?, *entry)))
+                            .collect::<Result<_>>()?;
+                        keyed.sort_unstable();
+                        if let Some(pair) = keyed.windows(2).find(|pair| match pair {
+                            [a, b] => a.0 == b.0,
+                            _ => false,
+                        }) {
+                            return Err(repeated_key(pair.first().map_or(&[][..], |p| &p.0)));
+                        }
+                        for (slot, (_, entry)) in tied.iter_mut().zip(keyed) {
+                            *slot = entry;
+                        }
+                    }
+                    start = end;
                 }
+                Ok(())
             })
             .collect::<Result<Vec<()>>>()?;
         Ok(Self {
             entries,
-            keys,
+            hashes,
             buckets,
         })
     }
@@ -213,17 +237,13 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
             .filter_map(|&entry| self.entries.get(entry).copied())
     }
 
-    /// Appends entry `index`: its encoded key, then its value.
+    /// Appends entry `index`: its key, then its value.
     fn encode_entry(&self, index: usize, out: &mut Vec<u8>) -> Result<()> {
-        let ((_, key), (_, value)) = self
-            .keys
-            .get(index)
-            .zip(self.entries.get(index))
-            .ok_or_else(|| ParError::Encode {
-                what: "map",
-                why: "entry index out of range".into(),
-            })?;
-        out.extend_from_slice(key);
+        let (key, value) = self.entries.get(index).ok_or_else(|| ParError::Encode {
+            what: "map",
+            why: "entry index out of range".into(),
+        })?;
+        encode_into(*key, out, "map key")?;
         encode_into(*value, out, "map value")
     }
 
@@ -235,7 +255,7 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
         for &entry in members {
             let start = blob.len();
             self.encode_entry(entry, &mut blob)?;
-            let hash = self.keys.get(entry).map_or(0, |(hash, _)| *hash);
+            let hash = self.hashes.get(entry).copied().unwrap_or(0);
             spans.push((hash, (blob.len() - start) as u64));
         }
         let mut payload = bucket_tables(&spans)?;
@@ -396,9 +416,10 @@ where
         Ok(map)
     }
 
-    /// Bucket `index`, its tables checked; `whole` reads (and decompresses)
-    /// the whole payload, otherwise only what is asked for is read when the
-    /// payload is stored as is outside memory.
+    /// Bucket `index`; `whole` (for loads) reads and decompresses the whole
+    /// payload, otherwise only what is asked for is read (when the payload is
+    /// stored as is outside memory). Entries are checked as they are read
+    /// ([`Bucket::span`]): a load reads, and checks, every one.
     fn bucket(&self, index: u32, whole: bool) -> Result<Bucket<'a>> {
         Bucket::open(self.container.child(index)?, index, self.buckets, whole)
     }
@@ -432,6 +453,30 @@ where
         Ok(found)
     }
 
+    /// The entry holding `key` in `bucket` and its value: every entry with
+    /// the key's hash is decoded whole (usually one), so a key stored twice
+    /// is an error rather than a silent pick.
+    fn find_value<Q>(bucket: &Bucket<'a>, key: &Q, hash: u64) -> Result<Option<(u32, V)>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut found = None;
+        for index in bucket.with_hash(hash) {
+            let (stored, value) = bucket.entry::<K, V>(index)?;
+            if stored.borrow() == key {
+                if found.is_some() {
+                    return Err(ParError::DuplicateKey {
+                        offset: bucket.at,
+                        entry: u64::from(index),
+                    });
+                }
+                found = Some((index, value));
+            }
+        }
+        Ok(found)
+    }
+
     /// The value under `key`, loading only its bucket.
     pub fn get<Q>(&self, key: &Q) -> Result<Option<V>>
     where
@@ -444,10 +489,7 @@ where
         }
         let hash = hash_key(key);
         let bucket = self.bucket_of(hash, false)?;
-        match Self::find(&bucket, key, hash)? {
-            Some((index, _)) => bucket.entry::<K, V>(index).map(|(_, value)| Some(value)),
-            None => Ok(None),
-        }
+        Ok(Self::find_value(&bucket, key, hash)?.map(|(_, value)| value))
     }
 
     /// The value under `key`, without keeping a decoded inline map (so `V`
@@ -475,13 +517,8 @@ where
         let index = (hash % u64::from(self.buckets)) as u32;
         let chunk = self.container.child(index)?;
         let bucket = Bucket::open(chunk.clone(), index, self.buckets, false)?;
-        match Self::find(&bucket, key, hash)? {
-            Some((entry, _)) => {
-                let (_, value) = bucket.entry::<K, V>(entry)?;
-                Ok(Some((Some((chunk, entry)), value)))
-            }
-            None => Ok(None),
-        }
+        Ok(Self::find_value(&bucket, key, hash)?
+            .map(|(entry, value)| (Some((chunk, entry)), value)))
     }
 
     /// Whether the map holds `key` (decodes keys only).
@@ -504,6 +541,7 @@ where
         if self.is_inline() {
             return Ok(self.inline_map()?.len() as u64);
         }
+        self.container.check_children_disjoint()?;
         // The container alone crosses threads: the cached inline map need not be Sync.
         let (container, buckets) = (&self.container, self.buckets);
         (0..buckets)
@@ -527,6 +565,7 @@ where
         if self.is_inline() {
             return self.decode_inline();
         }
+        self.container.check_children_disjoint()?;
         self.container
             .source()
             .will_read(&self.container.child_ranges());
@@ -778,43 +817,7 @@ impl<'a> Bucket<'a> {
         bucket.count = count;
         bucket.data_start = BUCKET_HEADER + tables_len;
         bucket.data_len = payload_len - bucket.data_start;
-        bucket.check_tables()?;
         Ok(bucket)
-    }
-
-    /// Offsets start at 0, strictly increase and stay inside the data;
-    /// every hash belongs in this bucket.
-    fn check_tables(&self) -> Result<()> {
-        let mut previous = None;
-        for entry in 0..self.count {
-            let start = self.offset(entry);
-            let in_order = match previous {
-                None => start == 0,
-                Some(previous) => start > previous,
-            };
-            if !in_order || start > self.data_len {
-                return Err(ParError::EntryOutOfOrder {
-                    bucket: self.at,
-                    entry,
-                    start,
-                    previous: previous.unwrap_or(0),
-                });
-            }
-            previous = Some(start);
-            let hash = self.hash(entry);
-            let expected = hash % u64::from(self.buckets.max(1));
-            if expected != u64::from(self.index) {
-                return Err(ParError::WrongBucket {
-                    bucket: self.at,
-                    index: self.index,
-                    buckets: self.buckets,
-                    entry,
-                    hash,
-                    expected,
-                });
-            }
-        }
-        Ok(())
     }
 
     /// `len` bytes of the payload from `start`, which the caller checked.
@@ -845,15 +848,55 @@ impl<'a> Bucket<'a> {
             .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)))
     }
 
-    /// Entry `entry`'s bytes in the data: up to the next entry's start.
-    fn span(&self, entry: u32) -> (u64, u64) {
+    /// Entry `entry`'s bytes in the data, up to the next entry's start (the
+    /// last: to the end), checked: the first starts at 0, each after the one
+    /// before, none past the data; and its hash belongs in this bucket. A
+    /// lookup checks the entries it reads; a load, every entry.
+    fn span(&self, entry: u32) -> Result<(u64, u64)> {
         let start = self.offset(entry);
+        let previous = entry.checked_sub(1).map(|before| self.offset(before));
         let end = if entry + 1 < self.count {
             self.offset(entry + 1)
         } else {
             self.data_len
         };
-        (start, end - start)
+        let in_order = match previous {
+            None => start == 0,
+            Some(previous) => start > previous,
+        };
+        // The next entry starts after this one; the last ends at the end.
+        let next_in_order = if entry + 1 < self.count {
+            end > start
+        } else {
+            end >= start
+        };
+        if !in_order || !next_in_order {
+            let (entry, start, previous) = if in_order {
+                // This entry is fine; the next one starts before it.
+                (entry + 1, end, start)
+            } else {
+                (entry, start, previous.unwrap_or(0))
+            };
+            return Err(ParError::EntryOutOfOrder {
+                bucket: self.at,
+                entry,
+                start,
+                previous,
+            });
+        }
+        let hash = self.hash(entry);
+        let expected = hash % u64::from(self.buckets.max(1));
+        if expected != u64::from(self.index) {
+            return Err(ParError::WrongBucket {
+                bucket: self.at,
+                index: self.index,
+                buckets: self.buckets,
+                entry,
+                hash,
+                expected,
+            });
+        }
+        Ok((start, end - start))
     }
 
     /// Entries whose stored hash is `target`, in table order.
@@ -877,7 +920,7 @@ impl<'a> Bucket<'a> {
 
     /// Entry `entry`, which must decode to exactly its bytes.
     fn entry<K: DeserializeOwned + Hash, V: DeserializeOwned>(&self, entry: u32) -> Result<(K, V)> {
-        let (start, length) = self.span(entry);
+        let (start, length) = self.span(entry)?;
         let bytes = self.bytes(self.data_start + start, length)?;
         let ((key, value), used) = decode::<(K, V)>(&bytes, self.at, "map entry")?;
         if used as u64 != length {
@@ -895,7 +938,7 @@ impl<'a> Bucket<'a> {
     /// Entry `entry`'s key, checked against its hash, and the bytes it
     /// takes; reads only a prefix of the entry when that holds the key.
     fn key<K: DeserializeOwned + Hash>(&self, entry: u32) -> Result<(K, u64)> {
-        let (start, length) = self.span(entry);
+        let (start, length) = self.span(entry)?;
         let mut read = length.min(KEY_READ);
         loop {
             let bytes = self.bytes(self.data_start + start, read)?;
@@ -914,7 +957,7 @@ impl<'a> Bucket<'a> {
     /// `key_len` bytes: a varint length, then the bytes, which must end
     /// where the entry does.
     fn value_reader(self, entry: u32, key_len: u64) -> Result<ValueReader<'a>> {
-        let (start, length) = self.span(entry);
+        let (start, length) = self.span(entry)?;
         let value_at = start + key_len;
         let prefix = self.bytes(self.data_start + value_at, (length - key_len).min(9))?;
         let (len, used) = decode::<u64>(&prefix, self.at, "map value length")?;

@@ -21,12 +21,12 @@ use std::mem::MaybeUninit;
 
 use serde::de::DeserializeOwned;
 
-use crate::codec::decode_seed;
+use crate::codec::decode_plain;
 use crate::error::{ParError, ParcodeError};
 use crate::map::LazyMap;
 use crate::reader::Chunk;
 use crate::rt;
-use crate::vec::{Container, IntoSlots, fill_shards};
+use crate::vec::{Container, fill_shards};
 
 /// `Result` with [`ParcodeError`], as the reference names it.
 type Result<T, E = ParcodeError> = std::result::Result<T, E>;
@@ -96,6 +96,12 @@ pub trait ParcodeItem: Sized + Send + Sync + 'static {
     #[doc(hidden)]
     const REMOTE_FIELDS: Option<usize> = None;
 
+    /// Moves the reader past `count` items' plain fields.
+    #[doc(hidden)]
+    fn skip_many(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
+        (0..count).try_for_each(|_| Self::skip_in_shard(reader))
+    }
+
     /// Moves the reader past one item's plain fields.
     #[doc(hidden)]
     fn skip_in_shard(reader: &mut Cursor<&[u8]>) -> Result<()> {
@@ -133,40 +139,49 @@ pub trait ParcodeItem: Sized + Send + Sync + 'static {
     }
 }
 
-macro_rules! primitive_item {
+/// The item impls of numbers and booleans: bincode's own decoders, a shard
+/// at a time.
+macro_rules! plain_item {
     ($($t:ty),*) => {$(
         impl ParcodeItem for $t {
             fn read_from_shard(
                 reader: &mut Cursor<&[u8]>,
                 _children: &mut std::vec::IntoIter<Chunk<'_>>,
             ) -> Result<Self> {
-                rt::read_local(reader, stringify!($t))
+                let mut value = None;
+                let used = decode_plain::<$t>(rt::remaining(reader), 1, reader.position(), stringify!($t), |v| value = Some(v))?;
+                reader.set_position(reader.position() + used as u64);
+                value.ok_or_else(|| ParError::Field { field: stringify!($t), at: reader.position(), why: "missing".into() }.into())
             }
 
             const REMOTE_FIELDS: Option<usize> = Some(0);
 
             fn skip_in_shard(reader: &mut Cursor<&[u8]>) -> Result<()> {
-                rt::read_local::<$t>(reader, stringify!($t)).map(drop)
+                Self::skip_many(reader, 1)
             }
 
-            // The whole shard through serde, straight into the slots.
+            fn skip_many(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
+                let used = decode_plain::<$t>(rt::remaining(reader), count, reader.position(), stringify!($t), drop)?;
+                reader.set_position(reader.position() + used as u64);
+                Ok(())
+            }
+
             fn fill_slots(
                 reader: &mut Cursor<&[u8]>,
                 _children: &mut std::vec::IntoIter<Chunk<'_>>,
                 slots: &mut [MaybeUninit<Self>],
                 written: &mut usize,
             ) -> Result<()> {
-                let at = reader.position();
+                rt::check_count(reader, slots.len() as u64)?;
                 let len = slots.len();
-                let (filled, used) = decode_seed(
-                    IntoSlots::new(slots),
-                    rt::remaining(reader),
-                    at,
-                    "Vec shard",
-                )?;
-                filled.keep();
-                *written = len;
-                reader.set_position(at + used as u64);
+                let mut next = slots.iter_mut();
+                let used = decode_plain::<$t>(rt::remaining(reader), len, reader.position(), "Vec shard", |value| {
+                    if let Some(slot) = next.next() {
+                        slot.write(value);
+                        *written += 1;
+                    }
+                })?;
+                reader.set_position(reader.position() + used as u64);
                 Ok(())
             }
         }
@@ -179,9 +194,44 @@ macro_rules! primitive_item {
     )*};
 }
 
-primitive_item!(
-    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool, String
+plain_item!(
+    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool
 );
+
+impl ParcodeItem for String {
+    fn read_from_shard(
+        reader: &mut Cursor<&[u8]>,
+        _children: &mut std::vec::IntoIter<Chunk<'_>>,
+    ) -> Result<Self> {
+        rt::read_local(reader, "String")
+    }
+
+    const REMOTE_FIELDS: Option<usize> = Some(0);
+
+    fn skip_in_shard(reader: &mut Cursor<&[u8]>) -> Result<()> {
+        rt::read_local::<String>(reader, "String").map(drop)
+    }
+
+    fn skip_many(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
+        rt::skip_elements::<String>(reader, count)
+    }
+
+    // The whole shard through serde, straight into the slots.
+    fn fill_slots(
+        reader: &mut Cursor<&[u8]>,
+        _children: &mut std::vec::IntoIter<Chunk<'_>>,
+        slots: &mut [MaybeUninit<Self>],
+        written: &mut usize,
+    ) -> Result<()> {
+        rt::fill_plain(reader, slots, written, std::convert::identity::<String>)
+    }
+}
+
+impl ParcodeNative for String {
+    fn from_node(node: &Chunk<'_>) -> Result<Self> {
+        Ok(node.decode()?)
+    }
+}
 
 impl<T: ParcodeItem> ParcodeNative for Vec<T> {
     fn from_node(node: &Chunk<'_>) -> Result<Self> {
@@ -291,6 +341,7 @@ impl<'a> Chunk<'a> {
     /// time.
     pub fn iter<T: ParcodeItem>(self) -> Result<ChunkIterator<'a, T>> {
         let plan = Container::parse(&self)?;
+        self.check_children_disjoint()?;
         Ok(ChunkIterator {
             container: self,
             plan,
@@ -352,9 +403,7 @@ pub(crate) fn skip_items<'a, T: ParcodeItem>(
 ) -> Result<std::vec::IntoIter<Chunk<'a>>> {
     match T::REMOTE_FIELDS {
         Some(per_item) => {
-            for _ in 0..local {
-                T::skip_in_shard(reader)?;
-            }
+            T::skip_many(reader, local)?;
             let first = local.saturating_mul(per_item);
             let own = (first..first.saturating_add(per_item))
                 .map(|index| shard.get_child_by_index(index))

@@ -15,11 +15,12 @@
 //! the first request brought. From a source in memory (a map, a `Vec`)
 //! nothing is copied: trailers and uncompressed payloads are borrowed.
 //!
-//! Every chunk's child table is checked when the chunk is parsed: each child
-//! lies wholly before its parent (the bottom-up invariant, which also makes
-//! cycles impossible), children do not share bytes, and there are no more of
-//! them than the chunk's bytes and [`Limits::max_children`] allow. Nesting
-//! is bounded by [`Limits::max_depth`].
+//! A chunk's child count is checked when the chunk is parsed (no more
+//! children than its bytes and [`Limits::max_children`] allow); each child,
+//! when reached, must lie wholly before its parent (the bottom-up invariant,
+//! which also makes cycles impossible); operations that use every child
+//! first check that no two share a byte ([`Chunk::check_children_disjoint`]).
+//! Nesting is bounded by [`Limits::max_depth`].
 //!
 //! Operations that read a whole subtree ([`ParFile::verify`], loads of
 //! nested values, inspection) walk it with a record of the bytes already
@@ -467,7 +468,6 @@ impl<'a> Chunk<'a> {
             tail: held,
             walk: None,
         };
-        chunk.check_children()?;
         Ok(chunk)
     }
 
@@ -480,30 +480,19 @@ impl<'a> Chunk<'a> {
             .map_or((0, 0), |child| (child.offset.get(), child.length.get()))
     }
 
-    /// Every child lies wholly before this chunk, is at least one byte
-    /// long, and shares no byte with another child.
-    fn check_children(&self) -> Result<()> {
+    /// Checks that no two children share a byte (the same chunk listed
+    /// twice included): operations that use every child call it, so that
+    /// K chunks cannot carry K² edges to one another and a container's
+    /// shards or a map's buckets are distinct chunks. Opening and reaching
+    /// one child do not need it (one path has no aliasing to amplify), and
+    /// walks find overlaps themselves.
+    pub fn check_children_disjoint(&self) -> Result<()> {
         let mut sorted = true;
         let mut previous_end = 0;
         for index in 0..self.child_count {
             let (offset, length) = self.child_ref(index);
-            if offset > self.offset || length > self.offset - offset {
-                return Err(ParError::ChildNotBeforeParent {
-                    parent: self.offset,
-                    index,
-                    offset,
-                    length,
-                });
-            }
-            if length == 0 {
-                return Err(ParError::ChunkTooShort {
-                    offset,
-                    length,
-                    needed: 1,
-                });
-            }
             sorted &= index == 0 || offset >= previous_end;
-            previous_end = offset + length;
+            previous_end = offset.saturating_add(length);
         }
         if sorted {
             return Ok(());
@@ -513,7 +502,7 @@ impl<'a> Chunk<'a> {
         let mut spans: Vec<(u64, u64, u32)> = (0..self.child_count)
             .map(|index| {
                 let (offset, length) = self.child_ref(index);
-                (offset, offset + length, index)
+                (offset, offset.saturating_add(length), index)
             })
             .collect();
         spans.sort_unstable();
@@ -624,7 +613,8 @@ impl<'a> Chunk<'a> {
             let at = (from - self.tail_start) as usize;
             return Ok(self.tail.cow(at..at + len as usize));
         }
-        if to <= self.tail_start {
+        // From memory, borrow the range whatever the trailer read covered.
+        if to <= self.tail_start || self.source.in_memory().is_some() {
             return Ok(self.source.bytes_at(from, len, "PAR4 payload")?);
         }
         // Partly read with the trailer: read the rest in place, then append.
@@ -679,12 +669,11 @@ impl<'a> Chunk<'a> {
         }
     }
 
-    /// Where child `index` lies in the file, checked when this chunk was
-    /// parsed.
+    /// Where child `index` says it lies (checked when the child is reached).
     pub fn child_range(&self, index: u32) -> Option<Range<u64>> {
         (index < self.child_count).then(|| {
             let (offset, length) = self.child_ref(index);
-            offset..offset + length
+            offset..offset.saturating_add(length)
         })
     }
 
@@ -704,6 +693,24 @@ impl<'a> Chunk<'a> {
                 len: u64::from(self.child_count),
             });
         };
+        // Wholly before this chunk (which also rules out cycles) and at
+        // least a byte long.
+        let (offset, length) = (range.start, range.end.wrapping_sub(range.start));
+        if offset > self.offset || length > self.offset - offset {
+            return Err(ParError::ChildNotBeforeParent {
+                parent: self.offset,
+                index,
+                offset,
+                length,
+            });
+        }
+        if length == 0 {
+            return Err(ParError::ChunkTooShort {
+                offset,
+                length,
+                needed: 1,
+            });
+        }
         if let Some(walk) = &self.walk {
             walk.enter(range.start, range.end - range.start)?;
         }

@@ -233,6 +233,7 @@ impl<'a, T: ParcodeLazyRef<'a>> ParcodeLazyIterator<'a, T> {
     /// The views of the items of the vector in the container `node`.
     pub fn new(node: Chunk<'a>) -> Result<Self> {
         let plan = crate::vec::Container::parse(&node)?;
+        node.check_children_disjoint()?;
         let total = usize::try_from(plan.len).unwrap_or(usize::MAX);
         Ok(Self {
             shards: if plan.inline { 0 } else { node.child_count() },
@@ -509,6 +510,77 @@ pub fn read_local<T: DeserializeOwned>(
     })?;
     reader.set_position(at + used as u64);
     Ok(value)
+}
+
+/// Fills `slots` with a whole shard (count, then items) of a struct whose
+/// items have plain fields only: each item's fields decoded as one tuple `L`
+/// (the same bytes as field after field) and made an item by `make`.
+#[doc(hidden)]
+pub fn fill_plain<L: DeserializeOwned, T>(
+    reader: &mut Cursor<&[u8]>,
+    slots: &mut [std::mem::MaybeUninit<T>],
+    written: &mut usize,
+    make: impl Fn(L) -> T,
+) -> Result<()> {
+    let at = reader.position();
+    let len = slots.len();
+    let (filled, used) = crate::codec::decode_seed_of::<L, _>(
+        crate::vec::IntoSlots::mapping(slots, make),
+        remaining(reader),
+        at,
+        "Vec shard",
+    )?;
+    filled.keep();
+    *written = len;
+    reader.set_position(at + used as u64);
+    Ok(())
+}
+
+/// Moves `reader` past `count` values of type `L`, in one decoder call.
+#[doc(hidden)]
+pub fn skip_elements<L: DeserializeOwned>(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
+    let at = reader.position();
+    let ((), used) = crate::codec::decode_seed_of::<L, _>(
+        SkipElements::<L> {
+            count,
+            _element: PhantomData,
+        },
+        remaining(reader),
+        at,
+        "skipped items",
+    )?;
+    reader.set_position(at + used as u64);
+    Ok(())
+}
+
+/// Decodes `count` values of `L` (no length prefix) and drops them.
+struct SkipElements<L> {
+    count: usize,
+    _element: PhantomData<fn() -> L>,
+}
+
+impl<'de, L: serde::Deserialize<'de>> serde::de::DeserializeSeed<'de> for SkipElements<L> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_tuple(self.count, self)
+    }
+}
+
+impl<'de, L: serde::Deserialize<'de>> serde::de::Visitor<'de> for SkipElements<L> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} items", self.count)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        for skipped in 0..self.count {
+            seq.next_element::<L>()?
+                .ok_or_else(|| serde::de::Error::invalid_length(skipped, &self))?;
+        }
+        Ok(())
+    }
 }
 
 /// Reads a shard's count, which must be the run table's.

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{decode, decode_seed, encode, encode_into};
+use crate::codec::{decode, decode_seed_of, encode, encode_into};
 use crate::error::{ParError, Result};
 use crate::reader::Chunk;
 use crate::writer::{ChunkGraph, NodeId};
@@ -116,9 +116,16 @@ impl<'g> ChunkGraph<'g> {
         let shard_len = shard_len.max(1);
         let payload = container_payload(items.len(), shard_len)?;
         let mut children = Vec::with_capacity(items.len().div_ceil(shard_len));
+        // Shard buffers start at the size the first items suggest.
+        let per_item = encode(
+            items.get(..items.len().min(8)).unwrap_or_default(),
+            "Vec sample",
+        )
+        .map_or(1, |bytes| bytes.len() / items.len().clamp(1, 8));
         for shard in items.chunks(shard_len) {
             let encode_shard = move || {
-                let mut buffer = Vec::new();
+                let mut buffer =
+                    Vec::with_capacity(shard.len().saturating_mul(per_item).saturating_add(16));
                 encode_into(shard, &mut buffer, "Vec shard")?;
                 Ok(buffer)
             };
@@ -264,6 +271,7 @@ where
             plan.len
         ))
     })?;
+    container.check_children_disjoint()?;
     container.source().will_read(&container.child_ranges());
     // A look at each shard's size, outside the walk (the decoding below
     // reaches each shard once).
@@ -427,7 +435,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
                 why: format!("item {local} cannot be in {} bytes", payload.len()),
             });
         }
-        decode_seed(
+        decode_seed_of::<T, _>(
             NthItem::<T>::new(local),
             &payload,
             chunk.offset(),
@@ -451,7 +459,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         }
         let mut slots: Vec<MaybeUninit<T>> = Vec::with_capacity(expected as usize);
         slots.resize_with(expected as usize, MaybeUninit::uninit);
-        let (filled, used) = decode_seed(
+        let (filled, used) = decode_seed_of::<T, _>(
             IntoSlots::new(&mut slots),
             &payload,
             chunk.offset(),
@@ -487,10 +495,13 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         Ok(items)
     }
 
-    /// Every item, in order, decoding one shard at a time.
+    /// Every item, in order, decoding one shard at a time (the shards
+    /// must be distinct chunks).
     pub fn iter(&self) -> impl Iterator<Item = Result<T>> + '_ {
         let shards: Box<dyn Iterator<Item = Result<Vec<T>>> + '_> = if self.plan.inline {
             Box::new(std::iter::once(self.inline_items()))
+        } else if let Err(error) = self.container.check_children_disjoint() {
+            Box::new(std::iter::once(Err(error)))
         } else {
             Box::new((0..self.shard_count()).map(|shard| self.shard(shard)))
         };
@@ -516,8 +527,12 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
             let chunk = container.child(shard)?;
             let payload = chunk.payload()?;
             let len = slots.len();
-            let (filled, used) =
-                decode_seed(IntoSlots::new(slots), &payload, chunk.offset(), "Vec shard")?;
+            let (filled, used) = decode_seed_of::<T, _>(
+                IntoSlots::new(slots),
+                &payload,
+                chunk.offset(),
+                "Vec shard",
+            )?;
             filled.keep();
             *written = len;
             if used != payload.len() {
@@ -574,19 +589,34 @@ impl<T> Drop for Filled<'_, T> {
 
 /// Decodes a shard's items into exactly `slots.len()` slots, failing unless
 /// the shard holds exactly that many (and dropping what it wrote when it
-/// fails).
-pub(crate) struct IntoSlots<'s, T> {
+/// fails). Each element is decoded as `L` and made an item by `make`.
+pub(crate) struct IntoSlots<'s, T, L, F> {
     slots: &'s mut [MaybeUninit<T>],
+    make: F,
+    _element: PhantomData<fn() -> L>,
 }
 
-impl<'s, T> IntoSlots<'s, T> {
-    /// Decodes into `slots`.
+impl<'s, T> IntoSlots<'s, T, T, fn(T) -> T> {
+    /// Decodes items into `slots`.
     pub(crate) fn new(slots: &'s mut [MaybeUninit<T>]) -> Self {
-        Self { slots }
+        Self::mapping(slots, std::convert::identity)
     }
 }
 
-impl<'de, 's, T: Deserialize<'de>> DeserializeSeed<'de> for IntoSlots<'s, T> {
+impl<'s, T, L, F: Fn(L) -> T> IntoSlots<'s, T, L, F> {
+    /// Decodes elements, each made an item by `make`, into `slots`.
+    pub(crate) fn mapping(slots: &'s mut [MaybeUninit<T>], make: F) -> Self {
+        Self {
+            slots,
+            make,
+            _element: PhantomData,
+        }
+    }
+}
+
+impl<'de, 's, T, L: Deserialize<'de>, F: Fn(L) -> T> DeserializeSeed<'de>
+    for IntoSlots<'s, T, L, F>
+{
     type Value = Filled<'s, T>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
@@ -594,7 +624,7 @@ impl<'de, 's, T: Deserialize<'de>> DeserializeSeed<'de> for IntoSlots<'s, T> {
     }
 }
 
-impl<'de, 's, T: Deserialize<'de>> Visitor<'de> for IntoSlots<'s, T> {
+impl<'de, 's, T, L: Deserialize<'de>, F: Fn(L) -> T> Visitor<'de> for IntoSlots<'s, T, L, F> {
     type Value = Filled<'s, T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -606,9 +636,9 @@ impl<'de, 's, T: Deserialize<'de>> Visitor<'de> for IntoSlots<'s, T> {
         if let Some(found) = seq.size_hint().filter(|&found| found != expected) {
             return Err(A::Error::invalid_length(found, &self));
         }
-        let slots = self.slots;
+        let (slots, make) = (self.slots, self.make);
         let mut written = 0;
-        match fill_slots(&mut seq, slots, &mut written) {
+        match fill_slots(&mut seq, slots, &mut written, &make) {
             Ok(()) => Ok(Filled { slots }),
             Err(error) => {
                 // Drops the items written before the failure.
@@ -623,20 +653,21 @@ impl<'de, 's, T: Deserialize<'de>> Visitor<'de> for IntoSlots<'s, T> {
 
 /// Writes the next `slots.len()` items of `seq` into `slots`, counting them
 /// in `written`; the sequence must end there.
-fn fill_slots<'de, A: SeqAccess<'de>, T: Deserialize<'de>>(
+fn fill_slots<'de, A: SeqAccess<'de>, T, L: Deserialize<'de>>(
     seq: &mut A,
     slots: &mut [MaybeUninit<T>],
     written: &mut usize,
+    make: &impl Fn(L) -> T,
 ) -> Result<(), A::Error> {
     let expected = slots.len();
     for slot in slots.iter_mut() {
-        let item = seq.next_element::<T>()?.ok_or_else(|| {
+        let element = seq.next_element::<L>()?.ok_or_else(|| {
             A::Error::invalid_length(*written, &"as many items as the run table says")
         })?;
-        slot.write(item);
+        slot.write(make(element));
         *written += 1;
     }
-    if seq.next_element::<T>()?.is_some() {
+    if seq.next_element::<L>()?.is_some() {
         return Err(A::Error::custom(format!(
             "more than the {expected} items the run table says"
         )));

@@ -78,32 +78,39 @@ fn child_reference_errors() {
     // Root trailer: 3 refs (48 bytes), count (4), meta (1).
     let refs = root + length - 53;
 
-    // The root's child table is checked when the root is parsed, at open.
+    // A child reference is checked when the child is reached.
+    let child = |bytes: Vec<u8>, index: u32| {
+        let file = ParFile::new(bytes).unwrap();
+        let result = file.root().unwrap().child(index).map(|_| ());
+        assert!(file.verify().is_err());
+        result
+    };
+
     let mut forward = good.clone();
     forward[refs..refs + 8].copy_from_slice(&(root as u64).to_le_bytes());
     assert!(matches!(
-        ParFile::new(forward),
+        child(forward, 0),
         Err(ParError::ChildNotBeforeParent { index: 0, .. })
     ));
 
     let mut outside = good.clone();
     outside[refs + 16..refs + 24].copy_from_slice(&(1u64 << 40).to_le_bytes());
     assert!(matches!(
-        ParFile::new(outside),
+        child(outside, 1),
         Err(ParError::ChildNotBeforeParent { index: 1, .. })
     ));
 
     let mut overlapping = good.clone();
     overlapping[refs + 8..refs + 16].copy_from_slice(&((root + 1) as u64).to_le_bytes());
     assert!(matches!(
-        ParFile::new(overlapping),
+        child(overlapping, 0),
         Err(ParError::ChildNotBeforeParent { .. })
     ));
 
     let mut zero = good.clone();
     zero[refs + 8..refs + 16].copy_from_slice(&0u64.to_le_bytes());
     assert!(matches!(
-        ParFile::new(zero),
+        child(zero, 0),
         Err(ParError::ChunkTooShort { length: 0, .. })
     ));
 }
