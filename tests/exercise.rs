@@ -108,6 +108,50 @@ pub fn read_par4_vec(bytes: Vec<u8>) -> Result<(), String> {
     file.verify().map(|_| ()).map_err(|e| e.to_string())
 }
 
+/// PAR4 holding a derived `Shelf` (`binfmt_tests::par4::shapes`), through
+/// the drop-in API: the lazy view (items by index, lazily and whole, the
+/// index by key), the whole load, then verify. What the load accepts, the
+/// lazy paths must agree with.
+pub fn read_par4_derived(bytes: Vec<u8>) -> Result<(), String> {
+    use binfmt_tests::par4::shapes::Shelf;
+    let file = binfmt_parcode::ParcodeFile::from_bytes(bytes).map_err(|e| e.to_string())?;
+    let lazy = file.root::<Shelf>().map_err(|e| e.to_string())?;
+    let len = lazy.items.len();
+    for index in [0, len / 2, len.saturating_sub(1)] {
+        if index < len {
+            lazy.items.get(index).map_err(|e| e.to_string())?;
+            let view = lazy.items.get_lazy(index).map_err(|e| e.to_string())?;
+            view.name.load().map_err(|e| e.to_string())?;
+        }
+    }
+    let mut views = 0;
+    for view in lazy.items.iter_lazy().map_err(|e| e.to_string())? {
+        view.map_err(|e| e.to_string())?;
+        views += 1;
+    }
+    let key = "k1".to_string();
+    lazy.index.get(&key).map_err(|e| e.to_string())?;
+    if let Some(view) = lazy.index.get_lazy(&key).map_err(|e| e.to_string())? {
+        view.name.load().map_err(|e| e.to_string())?;
+    }
+    lazy.first.name.load().map_err(|e| e.to_string())?;
+    let loaded: Shelf = file.load().map_err(|e| e.to_string())?;
+    assert_eq!(views, loaded.items.len(), "iter_lazy disagrees with load");
+    for (index, item) in loaded.items.iter().enumerate() {
+        let got = lazy.items.get(index).map_err(|e| e.to_string())?;
+        assert_eq!(&got, item, "items.get({index}) disagrees with load");
+    }
+    for (key, item) in &loaded.index {
+        let got = lazy.index.get(key).map_err(|e| e.to_string())?;
+        assert_eq!(
+            got.as_ref(),
+            Some(item),
+            "index.get({key:?}) disagrees with load"
+        );
+    }
+    file.verify().map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// A TARIDX index: open (header and tables checked), verify every row,
 /// against shards of `shard_lens` bytes when given.
 pub fn read_taridx(bytes: Vec<u8>, shard_lens: Option<&[u64]>) -> Result<(), String> {

@@ -534,6 +534,59 @@ pub mod par4 {
         file.finish(below)
     }
 
+    /// Derived structs the drop-in readers are exercised with (a fixture,
+    /// the sweeps and the fuzz targets): a vector of structs with chunkable
+    /// fields, a `#[parcode(map)]` map of struct values, a nested struct.
+    pub mod shapes {
+        use std::collections::HashMap;
+
+        use binfmt_parcode::ParcodeObject;
+        use serde::{Deserialize, Serialize};
+
+        /// An item with plain and chunkable fields.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ParcodeObject)]
+        pub struct Item {
+            /// Plain.
+            pub id: u32,
+            /// Plain.
+            pub tags: Vec<u16>,
+            /// A chunk of its own.
+            #[parcode(chunkable)]
+            pub name: String,
+        }
+
+        /// The root.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ParcodeObject)]
+        pub struct Shelf {
+            /// Plain.
+            pub label: String,
+            /// Shards whose children are the items' names.
+            #[parcode(chunkable)]
+            pub items: Vec<Item>,
+            /// Buckets whose children are the values' names.
+            #[parcode(map)]
+            pub index: HashMap<String, Item>,
+            /// A nested struct.
+            #[parcode(chunkable)]
+            pub first: Item,
+        }
+
+        /// A shelf of `n` items, each also in the index.
+        pub fn shelf(n: u32) -> Shelf {
+            let item = |id: u32| Item {
+                id,
+                tags: (0..id % 4).map(|t| t as u16).collect(),
+                name: format!("item {id}"),
+            };
+            Shelf {
+                label: "shelf".into(),
+                items: (0..n).map(item).collect(),
+                index: (0..n).map(|id| (format!("k{id}"), item(id))).collect(),
+                first: item(0),
+            }
+        }
+    }
+
     /// The entries of a `HashMap<String, Vec<u8>>` spread over `buckets`
     /// buckets as the reference spreads them.
     pub fn spread(entries: &[(&str, &[u8])], buckets: usize) -> Vec<Vec<Entry>> {

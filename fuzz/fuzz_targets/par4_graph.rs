@@ -160,5 +160,6 @@ libfuzzer_sys::fuzz_target!(|graph: Graph| {
     };
     let bytes = file.finish(root);
     let _ = exercise::read_par4_vec(bytes.clone());
-    let _ = exercise::read_par4_map(bytes);
+    let _ = exercise::read_par4_map(bytes.clone());
+    let _ = exercise::read_par4_derived(bytes);
 });
