@@ -243,3 +243,27 @@ fn verify_holds_one_path_and_a_record_per_chunk() {
         usage.peak
     );
 }
+
+#[test]
+fn drop_in_loads_cost_about_what_the_value_does() {
+    let _alone = alone();
+    use binfmt_parcode::Parcode;
+    use binfmt_tests::par4::shapes::{Shelf, shelf};
+    let (value, built) = measure(|| shelf(20_000));
+    let bytes = Parcode::serialize(&value).unwrap();
+    let file = Parcode::open_bytes(bytes).unwrap();
+    let (loaded, usage) = measure(|| file.load::<Shelf>().unwrap());
+    assert_eq!(loaded, value);
+    // The value, plus a second copy of each map bucket's entries while they
+    // are gathered, plus the walk's record.
+    assert!(
+        usage.peak < 3 * built.peak + MIB,
+        "load: {} for a value of {}",
+        usage.peak,
+        built.peak
+    );
+    let lazy = file.root::<Shelf>().unwrap();
+    let (item, usage) = measure(|| lazy.items.get_lazy(19_999).unwrap().name.load().unwrap());
+    assert_eq!(item, "item 19999");
+    assert!(usage.peak < 256 << 10, "get_lazy: {}", usage.peak);
+}
