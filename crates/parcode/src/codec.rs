@@ -9,26 +9,7 @@ use serde::de::{DeserializeOwned, DeserializeSeed};
 use xxhash_rust::xxh64::Xxh64;
 
 use crate::error::{ParError, Result};
-
-/// `bincode::serde::seed_decode_from_slice` with the standard
-/// configuration and a limit of `1 << bits` bytes, `bits` chosen at run
-/// time from the list.
-macro_rules! decode_within {
-    ($seed:expr, $bytes:expr, $bits:expr, [$($choice:literal),*]) => {
-        match $bits {
-            $($choice => bincode::serde::seed_decode_from_slice(
-                $seed,
-                $bytes,
-                bincode::config::standard().with_limit::<{ 1usize << $choice }>(),
-            ),)*
-            _ => bincode::serde::seed_decode_from_slice(
-                $seed,
-                $bytes,
-                bincode::config::standard().with_limit::<{ usize::MAX }>(),
-            ),
-        }
-    };
-}
+use crate::guard::GuardedSeed;
 
 /// Encodes a value.
 pub fn encode<T: Serialize + ?Sized>(value: &T, what: &'static str) -> Result<Vec<u8>> {
@@ -61,63 +42,31 @@ pub fn decode<T: DeserializeOwned>(
     offset: u64,
     what: &'static str,
 ) -> Result<(T, usize)> {
-    decode_seed_of::<T, _>(PhantomData::<T>, bytes, offset, what)
-}
-
-/// [`decode_seed`] for a seed that decodes values of type `T` (or
-/// sequences of them): a `T` that owns no heap memory (`!needs_drop`:
-/// numbers, booleans, arrays and structs of them) can claim nothing to
-/// allocate, so it is decoded without bincode's limit, whose accounting
-/// costs on every primitive.
-pub fn decode_seed_of<'de, T, S: DeserializeSeed<'de>>(
-    seed: S,
-    bytes: &'de [u8],
-    offset: u64,
-    what: &'static str,
-) -> Result<(S::Value, usize)> {
-    if std::mem::needs_drop::<T>() {
-        return decode_seed(seed, bytes, offset, what);
-    }
-    bincode::serde::seed_decode_from_slice(seed, bytes, bincode::config::standard()).map_err(
-        |error| ParError::Payload {
-            offset,
-            what,
-            why: error.to_string(),
-        },
-    )
+    decode_seed(PhantomData::<T>, bytes, offset, what)
 }
 
 /// [`decode`] through a serde seed.
 ///
-/// bincode allocates a string or byte vector by the length the input
-/// claims before reading it, so a hostile length could ask for any amount.
-/// Its limit (a type-level constant) bounds every claim: each primitive
-/// claims its size in memory, at most 16 bytes for at least one byte of
-/// input, so a value decoded from `n` bytes never claims more than `16 n`.
-/// The limit used is the smallest power of four at or above that, so no
-/// claim, and no allocation, exceeds 64 times the payload.
+/// bincode allocates an owned string or byte vector by the length the
+/// input claims before reading it, so a hostile length could ask for any
+/// amount. Decoding goes through [`GuardedSeed`], which has bincode decode
+/// those as borrowed data, checked against the bytes present before
+/// anything is allocated; nothing else bincode decodes from a slice
+/// allocates by a claim (serde's collections cap what they reserve from a
+/// length hint). So no allocation exceeds what the payload holds, without
+/// bincode's limit and its accounting on every value.
 pub fn decode_seed<'de, S: DeserializeSeed<'de>>(
     seed: S,
     bytes: &'de [u8],
     offset: u64,
     what: &'static str,
 ) -> Result<(S::Value, usize)> {
-    let claim = bytes.len().saturating_mul(16).max(16);
-    let bits = usize::BITS - (claim - 1).leading_zeros();
-    let decoded = decode_within!(
-        seed,
-        bytes,
-        bits.next_multiple_of(2),
-        [
-            4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42, 44, 46,
-            48, 50, 52, 54, 56, 58, 60, 62
-        ]
-    );
-    decoded.map_err(|error| ParError::Payload {
-        offset,
-        what,
-        why: error.to_string(),
-    })
+    bincode::serde::seed_decode_from_slice(GuardedSeed(seed), bytes, bincode::config::standard())
+        .map_err(|error| ParError::Payload {
+            offset,
+            what,
+            why: error.to_string(),
+        })
 }
 
 /// A bincode reader over a slice that counts the bytes it gave out.

@@ -45,6 +45,7 @@ mod codec;
 pub mod compression;
 pub mod error;
 pub mod format;
+mod guard;
 pub mod inspector;
 mod job;
 mod map;

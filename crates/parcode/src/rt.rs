@@ -524,7 +524,7 @@ pub fn fill_plain<L: DeserializeOwned, T>(
 ) -> Result<()> {
     let at = reader.position();
     let len = slots.len();
-    let (filled, used) = crate::codec::decode_seed_of::<L, _>(
+    let (filled, used) = crate::codec::decode_seed(
         crate::vec::IntoSlots::mapping(slots, make),
         remaining(reader),
         at,
@@ -540,7 +540,7 @@ pub fn fill_plain<L: DeserializeOwned, T>(
 #[doc(hidden)]
 pub fn skip_elements<L: DeserializeOwned>(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
     let at = reader.position();
-    let ((), used) = crate::codec::decode_seed_of::<L, _>(
+    let ((), used) = crate::codec::decode_seed(
         SkipElements::<L> {
             count,
             _element: PhantomData,

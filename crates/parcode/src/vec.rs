@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{decode, decode_seed_of, encode, encode_into};
+use crate::codec::{decode, decode_seed, encode, encode_into};
 use crate::error::{ParError, Result};
 use crate::reader::Chunk;
 use crate::writer::{ChunkGraph, NodeId};
@@ -435,7 +435,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
                 why: format!("item {local} cannot be in {} bytes", payload.len()),
             });
         }
-        decode_seed_of::<T, _>(
+        decode_seed(
             NthItem::<T>::new(local),
             &payload,
             chunk.offset(),
@@ -459,7 +459,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         }
         let mut slots: Vec<MaybeUninit<T>> = Vec::with_capacity(expected as usize);
         slots.resize_with(expected as usize, MaybeUninit::uninit);
-        let (filled, used) = decode_seed_of::<T, _>(
+        let (filled, used) = decode_seed(
             IntoSlots::new(&mut slots),
             &payload,
             chunk.offset(),
@@ -527,12 +527,8 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
             let chunk = container.child(shard)?;
             let payload = chunk.payload()?;
             let len = slots.len();
-            let (filled, used) = decode_seed_of::<T, _>(
-                IntoSlots::new(slots),
-                &payload,
-                chunk.offset(),
-                "Vec shard",
-            )?;
+            let (filled, used) =
+                decode_seed(IntoSlots::new(slots), &payload, chunk.offset(), "Vec shard")?;
             filled.keep();
             *written = len;
             if used != payload.len() {
