@@ -899,9 +899,21 @@ impl<'a> Bucket<'a> {
         Ok((start, end - start))
     }
 
-    /// Entries whose stored hash is `target`, in table order.
+    /// Entries whose stored hash is `target`, in table order (one pass
+    /// over the hash table: every entry with the hash is a candidate).
     fn with_hash(&self, target: u64) -> impl Iterator<Item = u32> + '_ {
-        (0..self.count).filter(move |&entry| self.hash(entry) == target)
+        let hashes = self
+            .tables
+            .get(..self.count as usize * 8)
+            .unwrap_or_default();
+        hashes
+            .chunks_exact(8)
+            .enumerate()
+            .filter(move |(_, hash)| {
+                hash.first_chunk::<8>()
+                    .is_some_and(|hash| u64::from_le_bytes(*hash) == target)
+            })
+            .map(|(entry, _)| entry as u32)
     }
 
     /// Checks a decoded key against its stored hash.
