@@ -9,28 +9,33 @@
 #![allow(dead_code)]
 
 /// ARCX, either dialect: open, read every file (blocks checked by CRC32,
-/// files by SHA-256), verify.
+/// files by SHA-256) through the streaming reader, then verify.
 pub fn read_arcx(bytes: Vec<u8>) -> Result<(), String> {
     let archive = binfmt_arcx::Archive::new(bytes).map_err(|e| e.to_string())?;
-    let paths: Vec<String> = archive
-        .manifest()
-        .files
-        .iter()
-        .map(|file| file.path.clone())
-        .collect();
-    for path in paths {
-        archive.read(&path).map_err(|e| e.to_string())?;
+    for file in archive.files() {
+        let mut reader = archive.reader_for(file);
+        std::io::copy(&mut reader, &mut std::io::sink()).map_err(|e| e.to_string())?;
     }
-    archive.verify().map_err(|e| e.to_string())
+    std::hint::black_box(archive.total_size().map_err(|e| e.to_string())?);
+    archive.verify().map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// KAST: open (every descriptor checked), then every array's bytes and
-/// its typed values.
+/// its typed values, in memory and through a positional source.
 pub fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
+    let cursor = binfmt_core::SeekSource::new(std::io::Cursor::new(bytes.clone()), "fuzz")
+        .map_err(|e| e.to_string())?;
+    let by_offset = binfmt_kastore::Store::new(cursor).map_err(|e| e.to_string())?;
     let store = binfmt_kastore::Store::new(bytes).map_err(|e| e.to_string())?;
-    for item in store.items() {
-        let sum: u64 = item.le_bytes().iter().map(|&b| u64::from(b)).sum();
+    for (item, positional) in store.items().zip(by_offset.items()) {
+        let bytes = item.le_bytes().map_err(|e| e.to_string())?;
+        let sum: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
         std::hint::black_box(sum);
+        std::io::copy(
+            &mut positional.reader().map_err(|e| e.to_string())?,
+            &mut std::io::sink(),
+        )
+        .map_err(|e| e.to_string())?;
         let typed = match item.item_type() {
             binfmt_kastore::ItemType::Int8 => item.values::<i8>().map(|v| v.len()),
             binfmt_kastore::ItemType::Uint8 => item.values::<u8>().map(|v| v.len()),
@@ -41,7 +46,7 @@ pub fn read_kast(bytes: Vec<u8>) -> Result<(), String> {
             binfmt_kastore::ItemType::Int64 => item.values::<i64>().map(|v| v.len()),
             binfmt_kastore::ItemType::Uint64 => item.values::<u64>().map(|v| v.len()),
             binfmt_kastore::ItemType::Float32 => item.values::<f32>().map(|v| v.len()),
-            binfmt_kastore::ItemType::Float64 => item.values::<f64>().map(|v| v.len()),
+            _ => item.values::<f64>().map(|v| v.len()),
         };
         std::hint::black_box(typed.map_err(|e| e.to_string())?);
     }
@@ -152,20 +157,88 @@ pub fn read_par4_derived(bytes: Vec<u8>) -> Result<(), String> {
     file.verify().map(|_| ()).map_err(|e| e.to_string())
 }
 
-/// A TARIDX index: open (header and tables checked), verify every row,
-/// against shards of `shard_lens` bytes when given.
-pub fn read_taridx(bytes: Vec<u8>, shard_lens: Option<&[u64]>) -> Result<(), String> {
+/// A TARIDX index: open (header and tables checked), then, with shards,
+/// read every row's member (each checked against its tar header) and look
+/// every crash stem up, and only then verify every row.
+pub fn read_taridx(
+    bytes: Vec<u8>,
+    shards: Option<&binfmt_taridx::ShardBytes>,
+) -> Result<(), String> {
     let index = binfmt_taridx::Index::new(bytes).map_err(|e| e.to_string())?;
-    index.verify(shard_lens).map_err(|e| e.to_string())?;
-    std::hint::black_box(index.extensions().len() + index.crash_stems().len());
+    std::hint::black_box(index.extensions().len() + index.crash_stems().count());
+    let Some(shards) = shards else {
+        return index.verify(None).map(|_| ()).map_err(|e| e.to_string());
+    };
+    let dataset =
+        binfmt_taridx::Dataset::new(index, shards.clone(), binfmt_taridx::DatasetOptions::new())
+            .map_err(|e| e.to_string())?;
+    read_members(&dataset)?;
+    dataset.verify().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Reads every member of a dataset through its row, and finds it again by
+/// its name.
+fn read_members<S: binfmt_core::Source>(dataset: &binfmt_taridx::Dataset<S>) -> Result<(), String> {
+    let crash: Vec<String> = dataset.index().crash_stems().map(str::to_owned).collect();
+    for stem in &crash {
+        std::hint::black_box(dataset.lookup(stem).len());
+    }
+    for row in dataset.rows() {
+        let member = dataset.member(row).map_err(|e| e.to_string())?;
+        let name = member.name().to_owned();
+        std::hint::black_box(member.into_vec().map_err(|e| e.to_string())?.len());
+        dataset.find(&name).map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
-/// A tar shard: every header, as the indexer reads it.
+/// A tar shard: every header, as the indexer reads it; then indexed (by
+/// both key rules), every member read through the index, and verified.
 pub fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
-    binfmt_taridx::tar::scan(&bytes)
-        .map(|members| {
-            std::hint::black_box(members.len());
-        })
-        .map_err(|(offset, problem)| format!("{problem} at {offset}"))
+    let members = binfmt_taridx::tar::scan(&bytes).map_err(|e| e.to_string())?;
+    let shards = binfmt_taridx::ShardBytes::new([bytes]);
+    for rule in [
+        binfmt_taridx::KeyRule::Glzn,
+        binfmt_taridx::KeyRule::WebDataset,
+    ] {
+        let mut builder = binfmt_taridx::IndexBuilder::new(rule);
+        for member in &members {
+            builder.add(0, member.clone()).map_err(|e| e.to_string())?;
+        }
+        read_taridx(builder.to_bytes(), Some(&shards))?;
+    }
+    Ok(())
+}
+
+/// A whole fold packed in one tar (`index.taridx`, then the shards in fid
+/// order, as `tests/regressions/taridx_fold/` stores hostile folds): read
+/// as [`read_taridx`] reads an index with its shards.
+pub fn read_fold(bytes: Vec<u8>) -> Result<(), String> {
+    let (index, shards) = unpack_fold(&bytes)?;
+    read_taridx(index, Some(&binfmt_taridx::ShardBytes::new(shards)))
+}
+
+/// Packs an index and its shards into one tar (the regression format).
+pub fn pack_fold(index: &[u8], shards: &[Vec<u8>]) -> Vec<u8> {
+    let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
+    let _ = tar.append_bytes("index.taridx", index);
+    for (fid, shard) in shards.iter().enumerate() {
+        let _ = tar.append_bytes(&format!("shard-{fid:04}.tar"), shard);
+    }
+    tar.finish().unwrap_or_default()
+}
+
+/// The index and shards of a packed fold.
+pub fn unpack_fold(bytes: &[u8]) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
+    let members = binfmt_taridx::tar::scan(bytes).map_err(|e| format!("container: {e}"))?;
+    let mut parts = members.iter().map(|member| {
+        let start = usize::try_from(member.offset + 512).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(member.size).unwrap_or(usize::MAX));
+        bytes
+            .get(start..end)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default()
+    });
+    let index = parts.next().ok_or("container: no index member")?;
+    Ok((index, parts.collect()))
 }

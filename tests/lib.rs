@@ -1,6 +1,7 @@
 //! Cross-crate and interop tests of the binfmt workspace; the tests live in
 //! `tests/tests/`, this library holds what they share.
 
+#![deny(missing_docs)]
 // Test support: a panic here is a failed test, not a crash on user input.
 #![allow(clippy::panic)]
 
@@ -38,12 +39,24 @@ pub mod interop {
         None
     }
 
-    /// The Python interpreter with the `kastore` package:
+    /// Where `.ci/setup-interop` installs: under the build directory.
+    fn installed(relative: &str) -> PathBuf {
+        target_dir().join("interop").join(relative)
+    }
+
+    /// The build directory: `$CARGO_TARGET_DIR` or `target/`.
+    fn target_dir() -> PathBuf {
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| super::workspace_root().join("target"))
+    }
+
+    /// The Python interpreter with the reference packages:
     /// `$BINFMT_PYTHON`, or the venv `.ci/setup-interop` makes.
     pub fn python() -> Option<PathBuf> {
         let path = std::env::var_os("BINFMT_PYTHON")
             .map(PathBuf::from)
-            .unwrap_or_else(|| super::workspace_root().join("target/interop/venv/bin/python"));
+            .unwrap_or_else(|| installed("venv/bin/python"));
         if path.exists() {
             Some(path)
         } else {
@@ -56,7 +69,7 @@ pub mod interop {
     pub fn arcx() -> Option<PathBuf> {
         let path = std::env::var_os("BINFMT_ARCX")
             .map(PathBuf::from)
-            .unwrap_or_else(|| super::workspace_root().join("target/interop/cargo/bin/arcx"));
+            .unwrap_or_else(|| installed("cargo/bin/arcx"));
         if path.exists() {
             Some(path)
         } else {
@@ -67,6 +80,111 @@ pub mod interop {
     /// A script under `tests/python/`.
     pub fn python_script(name: &str) -> PathBuf {
         super::workspace_root().join("tests/python").join(name)
+    }
+
+    /// The servers `bash .ci/servers start` runs on 127.0.0.1, as it wrote
+    /// them to `target/servers.env` (or `$BINFMT_SERVERS_ENV`).
+    #[derive(Debug, Clone)]
+    pub struct Servers {
+        /// The document root nginx, `http.server` and the misbehaving server
+        /// serve: tests write the files they read there.
+        pub www: PathBuf,
+        /// nginx: `{nginx}/NAME` with ranges and ETags, `{nginx}/norange/NAME`
+        /// ignoring ranges, `{nginx}/noetag/NAME` without ETags.
+        pub nginx: String,
+        /// nginx's access log: `$connection METHOD URI STATUS BYTES
+        /// range="..." if_match="..."` per request.
+        pub nginx_access_log: PathBuf,
+        /// nginx over HTTPS (`https://127.0.0.1:PORT`, same locations).
+        pub nginx_https: String,
+        /// The CA (PEM) that signed nginx's certificate.
+        pub test_ca: PathBuf,
+        /// Python's `http.server`, which ignores ranges.
+        pub http_server: String,
+        /// tests/python/misbehaving_server.py: `{misbehaving}/MODE/NAME`.
+        pub misbehaving: String,
+        /// SeaweedFS's S3 endpoint (`http://127.0.0.1:PORT`).
+        pub s3_endpoint: String,
+        /// The bucket the tests use (created at start).
+        pub s3_bucket: String,
+        /// The one identity's access key.
+        pub s3_access_key_id: String,
+        /// Its secret.
+        pub s3_secret_access_key: String,
+        /// The region to sign for.
+        pub s3_region: String,
+    }
+
+    impl Servers {
+        /// nginx's access-log lines about `NAME` (`... /NAME ...`), once at
+        /// least `at_least` are there and none has arrived for 100 ms: nginx
+        /// writes a line after it has answered, so the client can be done
+        /// first. Gives up waiting after 5 s.
+        pub fn nginx_log(&self, name: &str, at_least: usize) -> Vec<String> {
+            let needle = format!("/{name} ");
+            let read = || -> Vec<String> {
+                std::fs::read_to_string(&self.nginx_access_log)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|line| line.contains(&needle))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            let started = std::time::Instant::now();
+            let mut lines = read();
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let again = read();
+                let settled = again.len() == lines.len() && again.len() >= at_least;
+                lines = again;
+                if settled || started.elapsed() > std::time::Duration::from_secs(5) {
+                    return lines;
+                }
+            }
+        }
+    }
+
+    /// The running test servers, or `None` with a note when
+    /// `target/servers.env` is absent (a failure under
+    /// `BINFMT_INTEROP=require`).
+    pub fn servers() -> Option<&'static Servers> {
+        static SERVERS: std::sync::OnceLock<Option<Servers>> = std::sync::OnceLock::new();
+        let servers = SERVERS.get_or_init(|| {
+            let path = std::env::var_os("BINFMT_SERVERS_ENV")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| target_dir().join("servers.env"));
+            let text = std::fs::read_to_string(&path).ok()?;
+            let vars: std::collections::HashMap<&str, &str> = text
+                .lines()
+                .filter_map(|line| line.split_once('='))
+                .collect();
+            let var = |name: &str| -> Option<String> { vars.get(name).map(|v| (*v).to_owned()) };
+            Some(Servers {
+                www: PathBuf::from(var("BINFMT_SERVERS_WWW")?),
+                nginx: var("BINFMT_NGINX_URL")?,
+                nginx_access_log: PathBuf::from(var("BINFMT_NGINX_ACCESS_LOG")?),
+                nginx_https: var("BINFMT_NGINX_HTTPS_URL")?,
+                test_ca: PathBuf::from(var("BINFMT_TEST_CA")?),
+                http_server: var("BINFMT_HTTP_SERVER_URL")?,
+                misbehaving: var("BINFMT_MISBEHAVING_URL")?,
+                s3_endpoint: var("BINFMT_S3_ENDPOINT")?,
+                s3_bucket: var("BINFMT_S3_BUCKET")?,
+                s3_access_key_id: var("BINFMT_S3_ACCESS_KEY_ID")?,
+                s3_secret_access_key: var("BINFMT_S3_SECRET_ACCESS_KEY")?,
+                s3_region: var("BINFMT_S3_REGION")?,
+            })
+        });
+        match servers {
+            Some(servers) => Some(servers),
+            None => missing_servers(),
+        }
+    }
+
+    fn missing_servers<T>() -> Option<T> {
+        let message = "the test servers (target/servers.env) are not running: run `bash .ci/servers start` (or `bash .ci/test`)";
+        assert!(!required(), "{message}");
+        eprintln!("skipping remote test: {message}");
+        None
     }
 }
 
@@ -84,6 +202,14 @@ pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Byte-exact writers of hostile files, one per format: every field from a
+/// value the test chooses, checksums right, so one meaning changes at a time.
+pub mod build {
+    pub mod arcx;
+    pub mod kast;
+    pub mod taridx;
+}
+
 /// Measuring the memory a piece of code allocates.
 ///
 /// A test binary that wants measurements installs the meter as its
@@ -94,9 +220,11 @@ pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
 /// static METER: binfmt_tests::memory::Meter = binfmt_tests::memory::Meter;
 /// ```
 ///
-/// then wraps each measured operation in [`memory::measure`], which runs one
-/// measurement at a time in the process and reports the peak of live heap
-/// bytes above the level at its start, and the largest single allocation.
+/// then starts each test with `let _alone = memory::serial();` (the counters
+/// are process-wide, so tests of that binary must not run side by side) and
+/// wraps each measured operation in [`memory::measure`], which reports the
+/// peak of live heap bytes above the level at its start, and the largest
+/// single allocation.
 pub mod memory {
     // The meter forwards to the system allocator.
     #![allow(unsafe_code)]
@@ -158,12 +286,17 @@ pub mod memory {
         pub largest: usize,
     }
 
-    /// Runs `f` alone (one measurement at a time in the process) and
-    /// reports its heap usage; zero unless [`Meter`] is the allocator.
-    pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Usage) {
-        let _alone = ONE_AT_A_TIME
+    /// Holds every other test that calls it until dropped: measurements
+    /// count the whole process.
+    pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs `f` and reports its heap usage (zero unless [`Meter`] is the
+    /// allocator); hold [`serial`] around it.
+    pub fn measure<T>(f: impl FnOnce() -> T) -> (T, Usage) {
         let base = LIVE.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         LARGEST.store(0, Ordering::Relaxed);

@@ -46,11 +46,9 @@ fn converted(
 ) -> (std::path::PathBuf, BTreeMap<String, Vec<u8>>) {
     let (archive, files) = source(dir);
     let output = dir.join(output);
-    let options = ConvertOptions {
-        arcx_dialect: binfmt_arcx::Dialect::ArcxCli,
-        shard_size: 1 << 20,
-        ..ConvertOptions::default()
-    };
+    let options = ConvertOptions::default()
+        .arcx_dialect(binfmt_arcx::Dialect::ArcxCli)
+        .shard_size(1 << 20);
     convert(&archive, &output, to, &options).unwrap();
     (output, files)
 }

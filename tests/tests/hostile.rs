@@ -73,9 +73,21 @@ use exercise::{read_arcx, read_kast, read_par4_derived, read_par4_map, read_par4
 /// rejected.
 type Reader = fn(Vec<u8>) -> Result<(), String>;
 
+/// The interleaved fold's shards, in memory.
+fn interleaved_shards() -> &'static binfmt_taridx::ShardBytes {
+    static SHARDS: std::sync::OnceLock<binfmt_taridx::ShardBytes> = std::sync::OnceLock::new();
+    SHARDS.get_or_init(|| {
+        binfmt_taridx::ShardBytes::new((0..3).map(|fid| {
+            std::fs::read(fixture(&format!(
+                "generated/taridx/interleaved_{fid:04}.tar"
+            )))
+            .unwrap()
+        }))
+    })
+}
+
 fn read_taridx(bytes: Vec<u8>) -> Result<(), String> {
-    // The interleaved fold's shards: 5632, 4096 and 3584 bytes.
-    exercise::read_taridx(bytes, Some(&[5632, 4096, 3584]))
+    exercise::read_taridx(bytes, Some(interleaved_shards()))
 }
 
 /// Runs `reader` on `bytes`, turning a panic into a failure that names the
@@ -312,7 +324,7 @@ fn tar_shard() {
 #[test]
 fn fuzz_findings_stay_fixed() {
     let root = binfmt_tests::workspace_root().join("tests/regressions");
-    let readers: [(&str, Reader); 5] = [
+    let readers: [(&str, Reader); 6] = [
         ("arcx", read_arcx),
         ("kast", read_kast),
         // A PAR4 input must be rejected read as a vector, as a map and as a
@@ -325,6 +337,7 @@ fn fuzz_findings_stay_fixed() {
         }),
         ("taridx_index", |bytes| exercise::read_taridx(bytes, None)),
         ("tar_shard", read_tar),
+        ("taridx_fold", exercise::read_fold),
     ];
     let mut checked = 0;
     for (target, reader) in readers {

@@ -134,7 +134,7 @@ fn python_files_read_identically_and_match_our_bytes() {
                     (
                         item.key_str().unwrap().to_owned(),
                         item.item_type(),
-                        item.le_bytes().to_vec(),
+                        item.le_bytes().unwrap().to_vec(),
                     )
                 })
                 .collect();

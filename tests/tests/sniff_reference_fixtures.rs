@@ -25,25 +25,41 @@ fn every_reference_fixture_is_recognised() {
     }
 }
 
+/// kastore's conformance cases (made here by its documented mutations; its
+/// own files too when `../shared` sits beside the repository): every file
+/// whose signature is intact sniffs as KAST, whatever else is wrong with it.
 #[test]
-fn every_kastore_conformance_file_that_has_a_signature_is_kast() {
-    let root = binfmt_tests::workspace_root().join("../shared/kastore-test-data/v1");
-    let entries = std::fs::read_dir(&root).unwrap_or_else(|error| {
-        panic!(
-            "{}: {error} (shared/ must sit beside the clone)",
-            root.display()
-        )
-    });
+fn kastore_conformance_files_with_a_signature_are_kast() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, bytes) in binfmt_tests::build::kast::malformed() {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        files.push(path);
+    }
+    let originals = binfmt_tests::workspace_root().join("../shared/kastore-test-data/malformed");
+    match std::fs::read_dir(&originals) {
+        Ok(entries) => files.extend(entries.map(|entry| entry.unwrap().path())),
+        Err(_) => eprintln!(
+            "note: {} is absent: generated cases only",
+            originals.display()
+        ),
+    }
     let mut checked = 0;
-    for entry in entries {
-        let path = entry.unwrap().path();
+    for path in files {
+        let bytes = std::fs::read(&path).unwrap();
+        let expected = if bytes.starts_with(&binfmt_kastore::SIGNATURE) {
+            Format::Kast
+        } else {
+            continue;
+        };
         assert_eq!(
             binfmt::sniff(&path).unwrap(),
-            Format::Kast,
+            expected,
             "{}",
             path.display()
         );
         checked += 1;
     }
-    assert_eq!(checked, 10);
+    assert!(checked >= 24, "{checked}");
 }

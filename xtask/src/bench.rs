@@ -70,8 +70,13 @@ pub fn taridx(python: &Path, glzn: &Path, dir: &Path, report: &mut Report) -> Re
         let mut runs = Vec::new();
         for _ in 0..5 {
             let start = Instant::now();
-            binfmt_taridx::index_fold(&root, "bench", binfmt_taridx::IndexOptions { jobs }, || {})
-                .map_err(|e| e.to_string())?;
+            binfmt_taridx::index_fold(
+                &root,
+                "bench",
+                binfmt_taridx::IndexOptions::new().jobs(jobs),
+                || {},
+            )
+            .map_err(|e| e.to_string())?;
             runs.push(start.elapsed());
         }
         let threads = if jobs.is_some() {
@@ -220,7 +225,11 @@ fn time_ours(path: &Path, repeats: usize, read_all: bool) -> Result<Timing, Stri
         let start = Instant::now();
         checksum = store
             .items()
-            .map(|item| item.le_bytes().iter().map(|&b| u64::from(b)).sum::<u64>())
+            .map(|item| {
+                item.le_bytes()
+                    .map(|bytes| bytes.iter().map(|&b| u64::from(b)).sum::<u64>())
+                    .unwrap_or(0)
+            })
             .sum();
         touches.push(start.elapsed());
     }

@@ -58,16 +58,14 @@ pub fn convert_folds(generated: &Path, out: &Path) -> Result<Vec<PathBuf>, Strin
         .iter()
         .map(|(fold, source, shard_size)| {
             let index = out.join(format!("{fold}.taridx"));
-            let options = binfmt::ConvertOptions {
-                shard_size: *shard_size,
-                ..binfmt::ConvertOptions::default()
-            };
+            let options = binfmt::ConvertOptions::default().shard_size(*shard_size);
             binfmt::convert(
-                &generated.join(source),
+                generated.join(source),
                 &index,
                 binfmt::Format::Taridx,
                 &options,
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             Ok(index)
         })
         .collect()
@@ -172,7 +170,7 @@ fn taridx_folds(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
             let path = dir.join(format!("{fold}_{number:04}.tar"));
             let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
             for (name, data) in members {
-                tar.append(name, data).map_err(|e| about(&path, e))?;
+                tar.append_bytes(name, data).map_err(|e| about(&path, e))?;
             }
             let bytes = tar.finish().map_err(|e| about(&path, e))?;
             std::fs::write(&path, bytes).map_err(|e| about(&path, e))?;
@@ -241,13 +239,11 @@ fn arcx_archives(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> 
     ] {
         for (name, files, exercises) in &sets {
             let path = dir.join(format!("{name}.{tag}.arcx"));
-            let options = binfmt_arcx::PackOptions {
-                dialect,
-                block_size: 1024,
-                chunk_size: 4096,
-                jobs: Some(1),
-                ..binfmt_arcx::PackOptions::default()
-            };
+            let options = binfmt_arcx::PackOptions::default()
+                .dialect(dialect)
+                .block_size(1024)
+                .chunk_size(4096)
+                .jobs(Some(1));
             let mut packer =
                 binfmt_arcx::Packer::create(&path, options).map_err(|e| about(&path, e))?;
             for (file, bytes) in files {
@@ -255,7 +251,7 @@ fn arcx_archives(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> 
                     .add(file, &mut bytes.as_slice())
                     .map_err(|e| about(&path, e))?;
             }
-            packer.finish().map_err(|e| about(&path, e))?;
+            packer.commit().map_err(|e| about(&path, e))?;
             record(
                 fixtures,
                 &path,

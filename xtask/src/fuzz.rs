@@ -1,20 +1,25 @@
 //! `cargo xtask fuzz --seconds N [TARGET...]`: runs each libFuzzer target of
 //! `fuzz/` for N seconds with cargo-fuzz (which needs a nightly toolchain:
-//! `cargo +nightly install cargo-fuzz`), seeded from the fixtures, and
-//! prints the executions and the outcome of each.
+//! `cargo +nightly install cargo-fuzz`), seeded from the fixtures, with an
+//! RSS limit of 2 GiB and a single-allocation limit of 512 MiB, and prints
+//! the executions and the outcome of each.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
-const TARGETS: [(&str, &[&str]); 7] = [
+/// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `par4_graph`, `kast_items`)
+/// take no file seeds: their input is the structure's `arbitrary` encoding.
+const TARGETS: [(&str, &[&str]); 10] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
+    ("taridx_structured", &[]),
     ("arcx", &["arcx"]),
+    ("arcx_manifest", &[]),
     ("par4", &["par4"]),
-    // Structured input (arbitrary): fixtures are no seeds for it.
     ("par4_graph", &[]),
     ("kast", &["kas", "trees"]),
+    ("kast_items", &[]),
     ("open_any", &["taridx", "tar", "arcx", "par4", "kas"]),
 ];
 
@@ -50,6 +55,8 @@ pub fn run(root: &Path, seconds: u64, only: &[String]) -> Result<(), String> {
         std::fs::create_dir_all(&corpus).map_err(|e| format!("{}: {e}", corpus.display()))?;
         let mut seed_files = Vec::new();
         seeds(&root.join("fixtures"), extensions, &mut seed_files);
+        // Hostile inputs built by hand are seeds too.
+        seeds(&root.join("tests/regressions"), extensions, &mut seed_files);
         if extensions.contains(&"kas") {
             // The kastore project's own conformance files, valid and malformed.
             seeds(
@@ -75,8 +82,8 @@ pub fn run(root: &Path, seconds: u64, only: &[String]) -> Result<(), String> {
             .arg(&seed_dir)
             .arg("--")
             .arg(format!("-max_total_time={seconds}"))
+            // An allocation or a resident set beyond these is a finding.
             .arg("-rss_limit_mb=2048")
-            // An allocation this large from a small input is a finding.
             .arg("-malloc_limit_mb=512")
             .arg("-print_final_stats=1")
             .output()

@@ -1,3 +1,5 @@
 //! The parts of `cargo xtask` that tests run too.
 
+#![deny(missing_docs)]
+
 pub mod fixtures;

@@ -34,6 +34,7 @@ type RowView = (u16, u64, u64, u64, u32, String);
 fn rows(index: &binfmt_taridx::Index) -> Vec<RowView> {
     index
         .rows()
+        .unwrap()
         .iter()
         .map(|row| {
             let extension = index.extensions()[usize::from(row.extid.get())].clone();
@@ -129,7 +130,7 @@ fn tar_extracts_every_entry_unchanged() {
                 .expect("tar");
             assert!(status.success(), "tar -xf {}", shard.display());
         }
-        let original = binfmt::open(&fixtures().join("generated").join(source)).unwrap();
+        let original = binfmt::open(fixtures().join("generated").join(source)).unwrap();
         let entries = original.list().unwrap();
         assert!(!entries.is_empty());
         for entry in entries {

@@ -1,73 +1,158 @@
 //! Everything reading, packing or extracting an archive can fail with.
 
+use std::io;
+
 /// `Result` with [`ArcxError`].
 pub type Result<T, E = ArcxError> = std::result::Result<T, E>;
 
-/// An ARCX failure. Block and file errors name the block or the file.
+/// An ARCX failure. Block and file errors name the block or the file;
+/// failures every format shares (bad magic, unsupported version, truncated,
+/// out of bounds, I/O) are [`ArcxError::Core`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ArcxError {
-    /// The archive is shorter than a header and a footer.
-    #[error(
-        "truncated archive: {len} bytes, an archive has at least a 80-byte header and a 40-byte footer"
-    )]
-    TooShort { len: u64 },
-
-    /// The header does not start with `ARCX0001`.
-    #[error("not an ARCX archive: header magic {found:?}")]
-    BadHeaderMagic { found: String },
-
-    /// The footer does not start with `ARCXEND1`.
-    #[error("bad footer magic {found:?}: the archive is truncated or not ARCX")]
-    BadFooterMagic { found: String },
-
-    /// A major version other than 0.
-    #[error("unsupported ARCX version {major}.{minor}: this reader reads major version 0")]
-    UnsupportedVersion { major: u32, minor: u32 },
-
     /// The manifest's checksum disagrees with its bytes.
     #[error("manifest checksum mismatch: footer says {expected:08x}, bytes give {found:08x}")]
-    ManifestChecksum { expected: u32, found: u32 },
+    ManifestChecksum {
+        /// The footer's CRC32.
+        expected: u32,
+        /// The manifest's CRC32.
+        found: u32,
+    },
 
     /// The arcx-cli header's CRC disagrees with its bytes.
     #[error("header checksum mismatch: stored {expected:08x}, bytes give {found:08x}")]
-    HeaderChecksum { expected: u64, found: u64 },
+    HeaderChecksum {
+        /// The stored CRC32.
+        expected: u64,
+        /// The CRC32 of header bytes 0..72.
+        found: u64,
+    },
 
-    /// The manifest is larger than the configured limit.
-    #[error("manifest of {size} bytes exceeds the {limit}-byte limit")]
-    ManifestTooLarge { size: u64, limit: u64 },
+    /// A header field that repeats a footer field disagrees with it.
+    #[error("header {field} is {header} but the footer says {footer}")]
+    HeaderFooterMismatch {
+        /// The field.
+        field: &'static str,
+        /// The header's value.
+        header: u64,
+        /// The footer's value.
+        footer: u64,
+    },
 
-    /// The manifest does not parse.
+    /// The manifest does not parse or its references are inconsistent.
     #[error("corrupt manifest: {0}")]
     Manifest(binfmt_core::Error),
+
+    /// Two chunks of one block cover the same bytes.
+    #[error("corrupt manifest: chunks {first} and {second} overlap in block {block}")]
+    ChunkOverlap {
+        /// The block.
+        block: u32,
+        /// The chunk that starts first.
+        first: u32,
+        /// The chunk that starts inside it.
+        second: u32,
+    },
+
+    /// A file lists a chunk that belongs to another file (or lists it twice).
+    #[error("corrupt manifest: file {file:?} lists chunk {chunk}, which belongs to file {owner}")]
+    ChunkReused {
+        /// The chunk.
+        chunk: u32,
+        /// The file listing it.
+        file: String,
+        /// The file the chunk names.
+        owner: u32,
+    },
+
+    /// A file goes back to a shared block that later files already left.
+    #[error(
+        "corrupt manifest: file {file:?} is in shared block {block}, before a block an earlier file used; files must visit shared blocks in order"
+    )]
+    SharedBlockRevisited {
+        /// The file.
+        file: String,
+        /// The block it goes back to.
+        block: u32,
+    },
 
     /// A block's stored bytes disagree with its checksum.
     #[error(
         "block {block}: checksum mismatch: manifest says {expected:08x}, bytes give {found:08x}"
     )]
     BlockChecksum {
-        block: u64,
+        /// The block.
+        block: u32,
+        /// The manifest's CRC32.
         expected: u32,
+        /// The stored bytes' CRC32.
         found: u32,
     },
 
     /// A block that does not decompress to its declared size.
     #[error("block {block}: {why}")]
-    BlockData { block: u64, why: String },
+    BlockData {
+        /// The block.
+        block: u32,
+        /// What is wrong.
+        why: String,
+    },
 
     /// A file whose bytes disagree with its SHA-256.
     #[error("file {path:?}: SHA-256 mismatch")]
-    FileChecksum { path: String },
+    FileChecksum {
+        /// The file.
+        path: String,
+    },
 
     /// No file with this path.
     #[error("no file {path:?} in the archive")]
-    NotFound { path: String },
+    NotFound {
+        /// The path asked for.
+        path: String,
+    },
 
-    /// A path that the archive cannot hold.
+    /// A path that the archive cannot hold, or a second file at one path.
     #[error("cannot pack {path:?}: {why}")]
-    BadInputPath { path: String, why: &'static str },
+    BadInputPath {
+        /// The path.
+        path: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
 
-    /// An I/O or lower-level failure.
+    /// More than the format can describe (a block over 4 GiB, 2^32 files).
+    #[error("cannot pack: {0}")]
+    TooLarge(&'static str),
+
+    /// A failure every format shares, or I/O.
     #[error(transparent)]
     Core(#[from] binfmt_core::Error),
+}
+
+impl ArcxError {
+    /// The ARCX error inside an I/O error from an entry reader (a
+    /// [`crate::FileReader`] reports its failures that way), or the I/O
+    /// error itself, about `path`, as [`ArcxError::Core`].
+    pub fn from_io(error: io::Error, path: &std::path::Path) -> Self {
+        if !error.get_ref().is_some_and(|inner| inner.is::<ArcxError>()) {
+            return ArcxError::Core(binfmt_core::Error::io(path, error));
+        }
+        match error
+            .into_inner()
+            .map(|inner| inner.downcast::<ArcxError>())
+        {
+            Some(Ok(arcx)) => *arcx,
+            _ => ArcxError::Core(binfmt_core::Error::corrupt(
+                "entry reader",
+                "an error was lost",
+            )),
+        }
+    }
+
+    /// This error as an I/O error, for `Read` implementations.
+    pub(crate) fn into_io(self) -> io::Error {
+        io::Error::other(self)
+    }
 }

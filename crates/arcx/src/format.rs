@@ -52,13 +52,21 @@ pub const VERSION: (u32, u32) = (0, 1);
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
+    /// `ARCX0001`.
     pub magic: [u8; 8],
+    /// 0.
     pub version_major: U32,
+    /// 1.
     pub version_minor: U32,
+    /// Where the manifest starts (repeats the footer's).
     pub manifest_offset: U64,
+    /// Where the blocks start: 80.
     pub data_offset: U64,
+    /// arcx-cli: where the manifest's copy starts; spec: 0.
     pub index_offset: U64,
+    /// 0.
     pub flags: U64,
+    /// 0 when written here (archives do not depend on the clock).
     pub creation_timestamp: U64,
     /// arcx-cli: creator version; spec: reserved.
     pub tail_0: U64,
@@ -73,12 +81,15 @@ fixed_layout!(Header, HEADER_SIZE, "ARCX header");
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Footer {
+    /// `ARCXEND1`.
     pub magic: [u8; 8],
+    /// Where the manifest starts.
     pub manifest_offset: U64,
     /// spec: manifest size; arcx-cli: index offset.
     pub field_16: U64,
     /// spec: total files (u32) then manifest CRC32 (u32); arcx-cli: flags u64.
     pub field_24: U32,
+    /// spec: CRC32 of the manifest; arcx-cli: the high half of the flags.
     pub field_28: U32,
     /// spec: reserved; arcx-cli: checksum u64.
     pub field_32: U64,
@@ -87,6 +98,7 @@ fixed_layout!(Footer, FOOTER_SIZE, "ARCX footer");
 
 /// The two layouts of the data after the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Dialect {
     /// The layout of the format's own specification (FORMAT.md v0.1).
     #[default]
@@ -107,6 +119,7 @@ impl Dialect {
 
 /// How a block's payload is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Codec {
     /// As is.
     Store,

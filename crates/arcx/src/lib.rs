@@ -3,26 +3,46 @@
 //! format's specification and what the `arcx` 0.3.0 tool writes), written
 //! in either. `spec/arcx.md` has both layouts.
 //!
+//! - [`Archive`] reads through any [`binfmt_core::Source`]: a file by
+//!   offset, a map, bytes in memory; opening reads the header, footer and
+//!   manifest only, and checks what every reference means;
+//! - [`FileReader`] is one file as `std::io::Read`, decompressed block by
+//!   block, its SHA-256 checked at the end;
+//! - [`Packer`] writes to any `Write + Seek`; [`pack_dir`] packs a tree with
+//!   its modes, times, symlinks and empty directories;
+//! - [`Archive::extract`] restores them, safely.
+//!
 //! ```
+//! use std::io::Read;
+//!
 //! let dir = tempfile::tempdir()?;
 //! std::fs::write(dir.path().join("hello.txt"), b"hello")?;
 //! let out = dir.path().join("out.arcx");
 //! binfmt_arcx::pack_dir(dir.path(), &out, binfmt_arcx::PackOptions::default(), |_| {})?;
 //!
-//! let archive = binfmt_arcx::Archive::open(&out)?;          // footer, then manifest
-//! assert_eq!(archive.read("hello.txt")?, b"hello");   // only that file's blocks
+//! let archive = binfmt_arcx::Archive::open(&out)?;   // header, footer, manifest
+//! let mut hello = Vec::new();
+//! archive.reader("hello.txt")?.read_to_end(&mut hello)?;  // only that file's block
+//! assert_eq!(hello, b"hello");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![deny(missing_docs)]
+
+mod block;
+mod check;
 mod error;
+mod extract;
 pub mod format;
 pub mod manifest;
 mod reader;
+mod walk;
 mod writer;
 
 pub use error::{ArcxError, Result};
+pub use extract::{ExtractOptions, ExtractSummary};
 pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER_SIZE};
-pub use reader::{Archive, Limits};
-pub use writer::{
-    InputFile, PackOptions, PackSummary, Packer, Skipped, Walk, pack_dir, walk, walked_size,
-};
+pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
+pub use reader::{Archive, FileReader, Limits, OpenOptions, VerifySummary};
+pub use walk::{PackProgress, Skipped, pack_dir};
+pub use writer::{PackOptions, PackSummary, Packer};

@@ -1,18 +1,21 @@
-//! The manifest: what every file, chunk and block is, in one model with an
-//! encoding per dialect. Integers are LEB128 varints unless noted.
+//! The manifest: what every file, chunk and block is, in one compact model
+//! with an encoding per dialect. Integers are LEB128 varints unless noted.
 //!
-//! **spec** (`MFv2` + zstd of the body; the body is five sections, each a
-//! varint byte length and the bytes):
+//! **spec** (`MFv2` + zstd of the body; the body is sections, each a varint
+//! byte length and the bytes):
 //!
 //! ```text
-//! 1 config   MessagePack map: chunk_size, small_file_threshold, codec_default, zstd_level, compression_mode
-//! 2 strings  count, then (length, UTF-8 bytes) each: directories and file names, each once
-//! 3 files    count, then per file: file_id, dir string, name string, size, sha256 (32 bytes),
-//!            chunk count, chunk ids (the first, then differences)
-//! 4 chunks   count, then per chunk: chunk_id difference, file_id, file_offset, size, block_id,
-//!            block_offset (where the chunk starts inside its decompressed block)
-//! 5 blocks   count, then per block: block_id difference, codec (length + "zstd" | "store"),
-//!            offset difference, compressed_size, decompressed_size, CRC32 of the stored bytes (u32 LE)
+//! 1 config     MessagePack map: chunk_size, small_file_threshold, codec_default, zstd_level, compression_mode
+//! 2 strings    count, then (length, UTF-8 bytes) each: directories and file names, each once
+//! 3 files      count, then per file: file_id, dir string, name string, size, sha256 (32 bytes),
+//!              chunk count, chunk ids (the first, then differences)
+//! 4 chunks     count, then per chunk: chunk_id difference, file_id, file_offset, size, block_id,
+//!              block_offset (where the chunk starts inside its decompressed block)
+//! 5 blocks     count, then per block: block_id difference, codec (length + "zstd" | "store"),
+//!              offset difference, compressed_size, decompressed_size, CRC32 of the stored bytes (u32 LE)
+//! 6 attributes count (= files), then per file: mode, mtime_ns (zigzag), kind byte
+//!              (0 file, 1 directory, 2 symlink); optional: without it every entry is a
+//!              regular file, mode 0o644, mtime 0
 //! ```
 //!
 //! **arcx-cli** (what `arcx` 0.3.0 writes: a u32 length, a flags byte, bit 0
@@ -23,16 +26,22 @@
 //!   codec byte (1 zstd), zstd_level, mode byte (1 balanced)
 //! strings    as above
 //! files      count, then per file: file_id, dir string, name string, size, mode, mtime_ns,
-//!            type byte (0), sha256 (32 bytes), chunk count, chunk id differences,
-//!            codec hint byte, pack id (zigzag varint)
+//!            kind byte (as above; the tool writes 0), sha256 (32 bytes), chunk count,
+//!            chunk id differences, codec hint byte, pack id (zigzag varint)
 //! chunks     count, then per chunk: chunk_id difference, file_id, offset, size, block_id
 //!            (offset: where the chunk starts in its block, as the tool's reader uses it)
 //! blocks     count, then per block: block_id difference, codec byte (1 zstd, 0 store),
 //!            offset difference, compressed_size, uncompressed_size,
 //!            checksum (8 bytes: the CRC32 zero-extended to u64, big-endian)
 //! ```
+//!
+//! In memory a manifest takes a small constant per byte that describes it
+//! (`spec/limits.md`): paths stay split into interned strings, chunk ids are
+//! `u32`s in one arena, and sizes inside blocks are `u32`s (blocks are at most
+//! 4 GiB).
 
 use std::collections::HashMap;
+use std::fmt;
 
 use binfmt_core::varint;
 use binfmt_core::{ByteReader, Error};
@@ -42,98 +51,504 @@ use crate::format::{Codec, MANIFEST_MAGIC};
 
 /// Archive-level settings, as the spec's MessagePack config section holds them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Config {
+    /// The chunk size of large files.
     pub chunk_size: u64,
+    /// Files below this size share blocks of up to this size.
     pub small_file_threshold: u64,
+    /// `"zstd"` or `"store"`.
     pub codec_default: String,
+    /// The zstd level blocks were compressed with.
     pub zstd_level: u64,
+    /// `"balanced"` or `"fast"`.
     pub compression_mode: String,
 }
 
-/// One file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileRecord {
-    pub path: String,
-    pub size: u64,
-    pub sha256: [u8; 32],
-    /// Chunk ids, in file order.
-    pub chunks: Vec<u64>,
+impl Config {
+    /// The settings a packer records.
+    pub fn new(chunk_size: u64, small_file_threshold: u64, zstd_level: u64) -> Self {
+        Self {
+            chunk_size,
+            small_file_threshold,
+            codec_default: "zstd".into(),
+            zstd_level,
+            compression_mode: "balanced".into(),
+        }
+    }
+}
+
+/// What an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A regular file: its bytes are the content.
+    #[default]
+    File,
+    /// A directory (only empty ones are stored); no bytes.
+    Directory,
+    /// A symbolic link: its bytes are the link's target.
+    Symlink,
+}
+
+impl FileKind {
+    /// The kind byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            Self::File => 0,
+            Self::Directory => 1,
+            Self::Symlink => 2,
+        }
+    }
+
+    /// The kind with this byte.
+    pub fn from_byte(byte: u8) -> Option<Self> {
+        match byte {
+            0 => Some(Self::File),
+            1 => Some(Self::Directory),
+            2 => Some(Self::Symlink),
+            _ => None,
+        }
+    }
+
+    /// `file`, `directory` or `symlink`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::File => "file",
+            Self::Directory => "directory",
+            Self::Symlink => "symlink",
+        }
+    }
+}
+
+/// An entry's metadata: what it is, its permission bits and its
+/// modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Attributes {
+    /// What the entry is.
+    pub kind: FileKind,
+    /// Permission bits (`0o7777` at most; extraction never restores setuid,
+    /// setgid or sticky bits).
+    pub mode: u32,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+}
+
+impl Default for Attributes {
+    /// A regular file, 0o644, time 0: what archives without metadata hold.
+    fn default() -> Self {
+        Self {
+            kind: FileKind::File,
+            mode: 0o644,
+            mtime_ns: 0,
+        }
+    }
+}
+
+impl Attributes {
+    /// Attributes of a `kind` entry with `mode` (masked to `0o7777`) and
+    /// `mtime_ns`.
+    pub fn new(kind: FileKind, mode: u32, mtime_ns: i64) -> Self {
+        Self {
+            kind,
+            mode: mode & 0o7777,
+            mtime_ns,
+        }
+    }
+}
+
+/// One file as stored: 72 bytes whatever its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileRow {
+    dir: u32,
+    name: u32,
+    chunks_start: u32,
+    chunks_len: u32,
+    size: u64,
+    mtime_ns: i64,
+    mode: u32,
+    kind: FileKind,
+    sha256: [u8; 32],
 }
 
 /// One contiguous piece of a file, inside one block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChunkRecord {
-    pub file_id: u64,
-    /// Where the chunk starts in its file.
-    pub file_offset: u64,
-    pub size: u64,
-    pub block_id: u64,
-    /// Where the chunk starts in its decompressed block.
-    pub block_offset: u64,
+    /// The file it belongs to.
+    pub file: u32,
+    /// The block that holds it.
+    pub block: u32,
+    /// Where it starts in the decompressed block.
+    pub offset: u32,
+    /// Its size.
+    pub size: u32,
 }
 
 /// One block of the data region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BlockRecord {
+    /// How the payload is stored.
     pub codec: Codec,
     /// Where the block's 4-byte size prefix starts.
     pub offset: u64,
     /// Bytes after the size prefix.
-    pub stored_size: u64,
+    pub stored_size: u32,
     /// Bytes after decompression.
-    pub size: u64,
+    pub size: u32,
     /// CRC32 of the stored bytes.
     pub checksum: u32,
 }
 
-/// The whole manifest; ids are positions in these lists.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Manifest {
-    pub config: Config,
-    pub files: Vec<FileRecord>,
-    pub chunks: Vec<ChunkRecord>,
-    pub blocks: Vec<BlockRecord>,
+impl BlockRecord {
+    /// Where the block ends (after its stored bytes).
+    pub fn end(&self) -> u64 {
+        self.offset + 4 + u64::from(self.stored_size)
+    }
 }
 
-/// Paths split into directory and name, each distinct string once, in
-/// first-seen order; returns the table and each path's (dir, name) indices.
-fn string_table(files: &[FileRecord]) -> (Vec<&str>, Vec<(u64, u64)>) {
-    let mut strings: Vec<&str> = Vec::new();
-    let mut lookup: HashMap<&str, u64> = HashMap::new();
-    let mut refs = Vec::with_capacity(files.len());
-    for file in files {
-        let (dir, name) = file.path.rsplit_once('/').unwrap_or(("", &file.path));
-        let mut id = |s| {
-            *lookup.entry(s).or_insert_with(|| {
-                strings.push(s);
-                strings.len() as u64 - 1
-            })
+/// Interned strings: every string's bytes back to back, and where each ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Strings {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Strings {
+    fn get(&self, id: u32) -> &str {
+        let index = id as usize;
+        let start = match index.checked_sub(1) {
+            Some(previous) => self.ends.get(previous).copied().unwrap_or(0),
+            None => 0,
         };
-        let dir_id = id(dir);
-        let name_id = id(name);
-        refs.push((dir_id, name_id));
+        let end = self.ends.get(index).copied().unwrap_or(start);
+        // Only UTF-8 strings are pushed, one whole string at a time.
+        std::str::from_utf8(
+            self.bytes
+                .get(start as usize..end as usize)
+                .unwrap_or_default(),
+        )
+        .unwrap_or_default()
     }
-    (strings, refs)
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn push(&mut self, string: &str) -> Result<u32, Error> {
+        let id = u32::try_from(self.ends.len())
+            .map_err(|_| Error::corrupt("string table", "more than 2^32 strings"))?;
+        self.bytes.extend_from_slice(string.as_bytes());
+        let end = u32::try_from(self.bytes.len())
+            .map_err(|_| Error::corrupt("string table", "more than 4 GiB of strings"))?;
+        self.ends.push(end);
+        Ok(id)
+    }
+}
+
+/// A path as its stored directory and name, shown joined by `/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathRef<'a> {
+    dir: &'a str,
+    name: &'a str,
+}
+
+impl<'a> PathRef<'a> {
+    /// The directory part (empty for a top-level entry).
+    pub fn dir(&self) -> &'a str {
+        self.dir
+    }
+
+    /// The last component.
+    pub fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// Whether this is `path`, without building the joined string.
+    pub fn is(&self, path: &str) -> bool {
+        if self.dir.is_empty() {
+            return path == self.name;
+        }
+        path.len() == self.dir.len() + 1 + self.name.len()
+            && path.starts_with(self.dir)
+            && path.as_bytes().get(self.dir.len()) == Some(&b'/')
+            && path.ends_with(self.name)
+    }
+
+    /// The hash the path index uses.
+    pub(crate) fn hash(&self) -> u64 {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        if !self.dir.is_empty() {
+            hasher.update(self.dir.as_bytes());
+            hasher.update(b"/");
+        }
+        hasher.update(self.name.as_bytes());
+        hasher.digest()
+    }
+}
+
+impl fmt::Display for PathRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.dir.is_empty() {
+            f.write_str(self.dir)?;
+            f.write_str("/")?;
+        }
+        f.write_str(self.name)
+    }
+}
+
+/// The hash of a path given as one string, the same as [`PathRef`]'s.
+pub(crate) fn path_hash(path: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(path.as_bytes())
+}
+
+/// One file of a manifest, borrowed from it.
+#[derive(Debug, Clone, Copy)]
+pub struct FileEntry<'a> {
+    manifest: &'a Manifest,
+    index: u32,
+    row: &'a FileRow,
+}
+
+impl<'a> FileEntry<'a> {
+    /// Its position in the archive (the file id).
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// Its path.
+    pub fn path(&self) -> PathRef<'a> {
+        PathRef {
+            dir: self.manifest.strings.get(self.row.dir),
+            name: self.manifest.strings.get(self.row.name),
+        }
+    }
+
+    /// Its size in bytes (for a symlink, the length of its target).
+    pub fn size(&self) -> u64 {
+        self.row.size
+    }
+
+    /// The SHA-256 of its bytes.
+    pub fn sha256(&self) -> &'a [u8; 32] {
+        &self.row.sha256
+    }
+
+    /// Its metadata.
+    pub fn attributes(&self) -> Attributes {
+        Attributes {
+            kind: self.row.kind,
+            mode: self.row.mode,
+            mtime_ns: self.row.mtime_ns,
+        }
+    }
+
+    /// Its chunk ids, in file order.
+    pub fn chunk_ids(&self) -> &'a [u32] {
+        let start = self.row.chunks_start as usize;
+        self.manifest
+            .chunk_ids
+            .get(start..start + self.row.chunks_len as usize)
+            .unwrap_or_default()
+    }
+
+    /// Its chunks, in file order.
+    pub fn chunks(&self) -> impl ExactSizeIterator<Item = ChunkRecord> + use<'a> {
+        let chunks = &self.manifest.chunks;
+        self.chunk_ids()
+            .iter()
+            .map(move |&id| chunks.get(id as usize).copied().unwrap_or(EMPTY_CHUNK))
+    }
+}
+
+/// What a missing chunk reads as; `Manifest::validate` proves every id exists.
+const EMPTY_CHUNK: ChunkRecord = ChunkRecord {
+    file: 0,
+    block: 0,
+    offset: 0,
+    size: 0,
+};
+
+/// The whole manifest; ids are positions in its tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    config: Config,
+    strings: Strings,
+    files: Vec<FileRow>,
+    chunk_ids: Vec<u32>,
+    chunks: Vec<ChunkRecord>,
+    blocks: Vec<BlockRecord>,
+}
+
+impl Manifest {
+    /// The archive's settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The number of files.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether the archive holds no files.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// File `index`.
+    pub fn file(&self, index: u32) -> Option<FileEntry<'_>> {
+        self.files.get(index as usize).map(|row| FileEntry {
+            manifest: self,
+            index,
+            row,
+        })
+    }
+
+    /// Every file, in archive order.
+    pub fn files(&self) -> impl ExactSizeIterator<Item = FileEntry<'_>> + '_ {
+        self.files.iter().enumerate().map(|(index, row)| FileEntry {
+            manifest: self,
+            // `Manifest` never holds more than 2^32 files.
+            index: index as u32,
+            row,
+        })
+    }
+
+    /// Every chunk, by id.
+    pub fn chunks(&self) -> &[ChunkRecord] {
+        &self.chunks
+    }
+
+    /// Every block, by id.
+    pub fn blocks(&self) -> &[BlockRecord] {
+        &self.blocks
+    }
+
+    /// Heap bytes this manifest holds, for memory accounting.
+    pub fn heap_size(&self) -> usize {
+        self.strings.bytes.capacity()
+            + self.strings.ends.capacity() * 4
+            + self.files.capacity() * size_of::<FileRow>()
+            + self.chunk_ids.capacity() * 4
+            + self.chunks.capacity() * size_of::<ChunkRecord>()
+            + self.blocks.capacity() * size_of::<BlockRecord>()
+    }
+}
+
+/// Builds a manifest file by file, interning path strings in first-seen
+/// order (directory, then name), as both dialects store them.
+#[derive(Debug)]
+pub(crate) struct ManifestBuilder {
+    manifest: Manifest,
+    interned: HashMap<String, u32>,
+}
+
+impl ManifestBuilder {
+    pub(crate) fn new(config: Config) -> Self {
+        Self {
+            manifest: Manifest {
+                config,
+                strings: Strings::default(),
+                files: Vec::new(),
+                chunk_ids: Vec::new(),
+                chunks: Vec::new(),
+                blocks: Vec::new(),
+            },
+            interned: HashMap::new(),
+        }
+    }
+
+    fn intern(&mut self, string: &str) -> Result<u32, Error> {
+        if let Some(&id) = self.interned.get(string) {
+            return Ok(id);
+        }
+        let id = self.manifest.strings.push(string)?;
+        self.interned.insert(string.to_owned(), id);
+        Ok(id)
+    }
+
+    /// The number of files added so far (the next file's id).
+    pub(crate) fn file_count(&self) -> u32 {
+        self.manifest.files.len() as u32
+    }
+
+    /// The number of chunks added so far (the next chunk's id).
+    pub(crate) fn chunk_count(&self) -> u32 {
+        self.manifest.chunks.len() as u32
+    }
+
+    /// Adds a chunk of the next file; its block is set later when unknown.
+    pub(crate) fn push_chunk(&mut self, chunk: ChunkRecord) -> Result<u32, Error> {
+        let id = u32::try_from(self.manifest.chunks.len())
+            .map_err(|_| Error::corrupt("chunk table", "more than 2^32 chunks"))?;
+        self.manifest.chunks.push(chunk);
+        Ok(id)
+    }
+
+    /// Points chunk `id` at `block`.
+    pub(crate) fn set_block(&mut self, id: u32, block: u32) {
+        if let Some(chunk) = self.manifest.chunks.get_mut(id as usize) {
+            chunk.block = block;
+        }
+    }
+
+    /// Adds a file whose chunks are `chunks` (ids already pushed, in order).
+    pub(crate) fn push_file(
+        &mut self,
+        path: &str,
+        size: u64,
+        sha256: [u8; 32],
+        chunks: std::ops::Range<u32>,
+        attributes: Attributes,
+    ) -> Result<(), Error> {
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let dir = self.intern(dir)?;
+        let name = self.intern(name)?;
+        let chunks_start = u32::try_from(self.manifest.chunk_ids.len())
+            .map_err(|_| Error::corrupt("file table", "more than 2^32 chunk references"))?;
+        self.manifest.chunk_ids.extend(chunks.clone());
+        self.manifest.files.push(FileRow {
+            dir,
+            name,
+            chunks_start,
+            chunks_len: chunks.len() as u32,
+            size,
+            mtime_ns: attributes.mtime_ns,
+            mode: attributes.mode,
+            kind: attributes.kind,
+            sha256,
+        });
+        Ok(())
+    }
+
+    pub(crate) fn finish(mut self, blocks: Vec<BlockRecord>) -> Manifest {
+        self.manifest.blocks = blocks;
+        self.manifest
+    }
 }
 
 fn put(out: &mut Vec<u8>, value: u64) {
     varint::encode_u64(value, out);
 }
 
-fn put_strings(out: &mut Vec<u8>, strings: &[&str]) {
+fn put_strings(out: &mut Vec<u8>, strings: &Strings) {
     put(out, strings.len() as u64);
-    for s in strings {
+    for id in 0..strings.len() as u32 {
+        let s = strings.get(id);
         put(out, s.len() as u64);
         out.extend_from_slice(s.as_bytes());
     }
 }
 
 /// Chunk ids as the first, then differences (ids are in ascending order).
-fn put_deltas(out: &mut Vec<u8>, ids: &[u64]) {
+fn put_deltas(out: &mut Vec<u8>, ids: &[u32]) {
     put(out, ids.len() as u64);
     let mut previous = 0;
     for &id in ids {
-        put(out, id.wrapping_sub(previous));
+        put(out, u64::from(id.wrapping_sub(previous)));
         previous = id;
     }
 }
@@ -147,8 +562,8 @@ fn section(out: &mut Vec<u8>, body: &[u8]) {
 fn block_users(chunks: &[ChunkRecord], blocks: usize) -> Vec<u32> {
     let mut users = vec![0u32; blocks];
     for chunk in chunks {
-        if let Some(count) = users.get_mut(chunk.block_id as usize) {
-            *count += 1;
+        if let Some(count) = users.get_mut(chunk.block as usize) {
+            *count = count.saturating_add(1);
         }
     }
     users
@@ -156,37 +571,41 @@ fn block_users(chunks: &[ChunkRecord], blocks: usize) -> Vec<u32> {
 
 impl Manifest {
     /// The spec dialect's manifest body, before compression.
-    pub fn encode_spec_body(&self) -> Result<Vec<u8>, Error> {
+    pub(crate) fn encode_spec_body(&self) -> Result<Vec<u8>, Error> {
         let mut out = Vec::new();
         let config = rmp_serde::to_vec_named(&self.config)
             .map_err(|error| Error::corrupt("config section", error.to_string()))?;
         section(&mut out, &config);
-        let (strings, refs) = string_table(&self.files);
         let mut body = Vec::new();
-        put_strings(&mut body, &strings);
+        put_strings(&mut body, &self.strings);
         section(&mut out, &body);
 
         body.clear();
         put(&mut body, self.files.len() as u64);
-        for (file_id, (file, (dir, name))) in self.files.iter().zip(&refs).enumerate() {
-            put(&mut body, file_id as u64);
-            put(&mut body, *dir);
-            put(&mut body, *name);
-            put(&mut body, file.size);
-            body.extend_from_slice(&file.sha256);
-            put_deltas(&mut body, &file.chunks);
+        for file in self.files() {
+            put(&mut body, u64::from(file.index));
+            put(&mut body, u64::from(file.row.dir));
+            put(&mut body, u64::from(file.row.name));
+            put(&mut body, file.row.size);
+            body.extend_from_slice(&file.row.sha256);
+            put_deltas(&mut body, file.chunk_ids());
         }
         section(&mut out, &body);
 
         body.clear();
         put(&mut body, self.chunks.len() as u64);
+        let mut file_offsets = vec![0u64; self.files.len()];
         for (chunk_id, chunk) in self.chunks.iter().enumerate() {
+            let file_offset = file_offsets.get_mut(chunk.file as usize);
             put(&mut body, u64::from(chunk_id != 0));
-            put(&mut body, chunk.file_id);
-            put(&mut body, chunk.file_offset);
-            put(&mut body, chunk.size);
-            put(&mut body, chunk.block_id);
-            put(&mut body, chunk.block_offset);
+            put(&mut body, u64::from(chunk.file));
+            put(&mut body, file_offset.as_deref().copied().unwrap_or(0));
+            if let Some(offset) = file_offset {
+                *offset += u64::from(chunk.size);
+            }
+            put(&mut body, u64::from(chunk.size));
+            put(&mut body, u64::from(chunk.block));
+            put(&mut body, u64::from(chunk.offset));
         }
         section(&mut out, &body);
 
@@ -199,9 +618,18 @@ impl Manifest {
             body.extend_from_slice(block.codec.name().as_bytes());
             put(&mut body, block.offset.wrapping_sub(previous_offset));
             previous_offset = block.offset;
-            put(&mut body, block.stored_size);
-            put(&mut body, block.size);
+            put(&mut body, u64::from(block.stored_size));
+            put(&mut body, u64::from(block.size));
             body.extend_from_slice(&block.checksum.to_le_bytes());
+        }
+        section(&mut out, &body);
+
+        body.clear();
+        put(&mut body, self.files.len() as u64);
+        for file in &self.files {
+            put(&mut body, u64::from(file.mode));
+            varint::encode_i64(file.mtime_ns, &mut body);
+            body.push(file.kind.byte());
         }
         section(&mut out, &body);
         Ok(out)
@@ -210,59 +638,66 @@ impl Manifest {
     /// Reads the spec dialect's manifest body. Bytes after the fields this
     /// reader knows, inside a section or after the last one, are ignored
     /// (room for minor-version additions).
-    pub fn decode_spec_body(body: &[u8]) -> Result<Self, Error> {
-        let mut sections = ByteReader::new(body);
-        let mut next = |what: &'static str| -> Result<ByteReader<'_>, Error> {
-            let len = sections.varint(what)?;
-            let at = sections.offset();
-            Ok(ByteReader::at(sections.bytes_u64(len, what)?, at))
-        };
-        let config_bytes = next("config section")?;
+    pub(crate) fn decode_spec_body(body: &[u8]) -> Result<Self, Error> {
+        let mut sections = Sections(ByteReader::new(body));
+        let config_bytes = sections.required("config section")?;
         let config: Config = rmp_serde::from_slice(config_bytes.rest())
             .map_err(|error| Error::corrupt("config section", error.to_string()))?;
 
-        let mut strings_section = next("string table")?;
+        let mut strings_section = sections.required("string table")?;
         let strings = read_strings(&mut strings_section)?;
 
-        let mut files_section = next("file table")?;
-        let count = files_section.count(36, "file count")?;
+        let mut files_section = sections.required("file table")?;
+        let count = files_section.count(37, "file count")?;
         let mut files = Vec::with_capacity(count);
+        let mut chunk_ids = Vec::new();
         for expected_id in 0..count {
             check_id(files_section.varint("file id")?, expected_id, "file")?;
-            let path = join_path(
-                &strings,
-                files_section.varint("file directory")?,
-                files_section.varint("file name")?,
-            )?;
+            let dir = string_id(&strings, files_section.varint("file directory")?)?;
+            let name = string_id(&strings, files_section.varint("file name")?)?;
             let size = files_section.varint("file size")?;
             let sha256 = files_section.array::<32>("file sha256")?;
-            let chunks = read_deltas(&mut files_section, "file chunk")?;
-            files.push(FileRecord {
-                path,
+            let (chunks_start, chunks_len) =
+                read_chunk_ids(&mut files_section, &mut chunk_ids, expected_id)?;
+            files.push(FileRow {
+                dir,
+                name,
+                chunks_start,
+                chunks_len,
                 size,
+                mtime_ns: 0,
+                mode: 0o644,
+                kind: FileKind::File,
                 sha256,
-                chunks,
             });
         }
 
-        let mut chunks_section = next("chunk table")?;
+        let mut chunks_section = sections.required("chunk table")?;
         let count = chunks_section.count(6, "chunk count")?;
         let mut chunks = Vec::with_capacity(count);
+        let mut file_offsets = Vec::with_capacity(count);
         let mut chunk_id = 0u64;
         for index in 0..count {
             chunk_id = chunk_id.wrapping_add(chunks_section.varint("chunk id")?);
             check_id(chunk_id, index, "chunk")?;
+            let file = narrow(chunks_section.varint("chunk file id")?, "chunk file id")?;
+            file_offsets.push(chunks_section.varint("chunk file offset")?);
+            let size = narrow(chunks_section.varint("chunk size")?, "chunk size")?;
+            let block = narrow(chunks_section.varint("chunk block id")?, "chunk block id")?;
+            let offset = narrow(
+                chunks_section.varint("chunk block offset")?,
+                "chunk block offset",
+            )?;
             chunks.push(ChunkRecord {
-                file_id: chunks_section.varint("chunk file id")?,
-                file_offset: chunks_section.varint("chunk file offset")?,
-                size: chunks_section.varint("chunk size")?,
-                block_id: chunks_section.varint("chunk block id")?,
-                block_offset: chunks_section.varint("chunk block offset")?,
+                file,
+                block,
+                offset,
+                size,
             });
         }
 
-        let mut blocks_section = next("block table")?;
-        let count = blocks_section.count(9, "block count")?;
+        let mut blocks_section = sections.required("block table")?;
+        let count = blocks_section.count(13, "block count")?;
         let mut blocks = Vec::with_capacity(count);
         let (mut block_id, mut offset) = (0u64, 0u64);
         for index in 0..count {
@@ -285,21 +720,43 @@ impl Manifest {
             blocks.push(BlockRecord {
                 codec,
                 offset,
-                stored_size: blocks_section.varint("block compressed size")?,
-                size: blocks_section.varint("block size")?,
+                stored_size: narrow(
+                    blocks_section.varint("block compressed size")?,
+                    "block compressed size",
+                )?,
+                size: narrow(blocks_section.varint("block size")?, "block size")?,
                 checksum: blocks_section.u32("block checksum")?,
             });
         }
-        Ok(Self {
+
+        if let Some(mut attributes) = sections.next("attribute table")? {
+            let count = attributes.count(3, "attribute count")?;
+            if count != files.len() {
+                return Err(Error::corrupt(
+                    "attribute table",
+                    format!("{count} entries for {} files", files.len()),
+                ));
+            }
+            for (index, file) in files.iter_mut().enumerate() {
+                file.mode = read_mode(&mut attributes)?;
+                file.mtime_ns = attributes.varint_signed("file mtime")?;
+                file.kind = read_kind(&mut attributes, index)?;
+            }
+        }
+        let manifest = Self {
             config,
+            strings,
             files,
+            chunk_ids,
             chunks,
             blocks,
-        })
+        };
+        manifest.check_file_offsets(&file_offsets)?;
+        Ok(manifest)
     }
 
     /// The arcx-cli dialect's raw manifest (`MFv2` ...), before framing.
-    pub fn encode_cli_raw(&self) -> Vec<u8> {
+    pub(crate) fn encode_cli_raw(&self) -> Vec<u8> {
         let mut out = MANIFEST_MAGIC.to_vec();
         out.push(1);
         let mut config = Vec::new();
@@ -309,41 +766,35 @@ impl Manifest {
         put(&mut config, self.config.zstd_level);
         config.push(u8::from(self.config.compression_mode == "balanced"));
         section(&mut out, &config);
-        let (strings, refs) = string_table(&self.files);
-        put_strings(&mut out, &strings);
+        put_strings(&mut out, &self.strings);
 
         let users = block_users(&self.chunks, self.blocks.len());
-        let block_of = |chunk: u64| self.chunks.get(chunk as usize).map(|c| c.block_id as usize);
         put(&mut out, self.files.len() as u64);
-        for (file_id, (file, (dir, name))) in self.files.iter().zip(&refs).enumerate() {
-            put(&mut out, file_id as u64);
-            put(&mut out, *dir);
-            put(&mut out, *name);
-            put(&mut out, file.size);
-            put(&mut out, 0o644);
-            put(&mut out, 0);
-            out.push(0);
-            out.extend_from_slice(&file.sha256);
-            put_deltas(&mut out, &file.chunks);
+        for file in self.files() {
+            put(&mut out, u64::from(file.index));
+            put(&mut out, u64::from(file.row.dir));
+            put(&mut out, u64::from(file.row.name));
+            put(&mut out, file.row.size);
+            put(&mut out, u64::from(file.row.mode));
+            put(&mut out, u64::try_from(file.row.mtime_ns).unwrap_or(0));
+            out.push(file.row.kind.byte());
+            out.extend_from_slice(&file.row.sha256);
+            put_deltas(&mut out, file.chunk_ids());
+            let mut blocks = file.chunks().map(|chunk| chunk.block as usize);
             let packed = file
-                .chunks
-                .first()
-                .and_then(|&c| block_of(c))
-                .is_some_and(|block| users.get(block).is_some_and(|&n| n > 1));
-            if packed || file.chunks.is_empty() {
+                .chunks()
+                .next()
+                .is_some_and(|chunk| users.get(chunk.block as usize).is_some_and(|&n| n > 1));
+            if packed || file.row.chunks_len == 0 {
                 // The tool's codec hint and pack id for packed small files.
                 out.push(0);
                 varint::encode_i64(0, &mut out);
             } else {
-                let zstd = file
-                    .chunks
-                    .iter()
-                    .filter_map(|&c| block_of(c))
-                    .any(|block| {
-                        self.blocks
-                            .get(block)
-                            .is_some_and(|b| b.codec == Codec::Zstd)
-                    });
+                let zstd = blocks.any(|block| {
+                    self.blocks
+                        .get(block)
+                        .is_some_and(|b| b.codec == Codec::Zstd)
+                });
                 out.push(if zstd { 2 } else { 1 });
                 varint::encode_i64(-1, &mut out);
             }
@@ -351,11 +802,11 @@ impl Manifest {
         put(&mut out, self.chunks.len() as u64);
         for (chunk_id, chunk) in self.chunks.iter().enumerate() {
             put(&mut out, u64::from(chunk_id != 0));
-            put(&mut out, chunk.file_id);
+            put(&mut out, u64::from(chunk.file));
             // The tool's reader slices the block at this offset.
-            put(&mut out, chunk.block_offset);
-            put(&mut out, chunk.size);
-            put(&mut out, chunk.block_id);
+            put(&mut out, u64::from(chunk.offset));
+            put(&mut out, u64::from(chunk.size));
+            put(&mut out, u64::from(chunk.block));
         }
         put(&mut out, self.blocks.len() as u64);
         let mut previous_offset = 0;
@@ -364,15 +815,15 @@ impl Manifest {
             out.push(u8::from(block.codec == Codec::Zstd));
             put(&mut out, block.offset.wrapping_sub(previous_offset));
             previous_offset = block.offset;
-            put(&mut out, block.stored_size);
-            put(&mut out, block.size);
+            put(&mut out, u64::from(block.stored_size));
+            put(&mut out, u64::from(block.size));
             out.extend_from_slice(&u64::from(block.checksum).to_be_bytes());
         }
         out
     }
 
     /// Reads the arcx-cli dialect's raw manifest (`MFv2` ...).
-    pub fn decode_cli_raw(raw: &[u8]) -> Result<Self, Error> {
+    pub(crate) fn decode_cli_raw(raw: &[u8]) -> Result<Self, Error> {
         let mut reader = ByteReader::new(raw);
         let magic = reader.array::<4>("manifest magic")?;
         if magic != MANIFEST_MAGIC {
@@ -389,46 +840,45 @@ impl Manifest {
         let config_len = reader.varint("config length")?;
         let config_at = reader.offset();
         let mut config_reader = ByteReader::at(reader.bytes_u64(config_len, "config")?, config_at);
+        let chunk_size = config_reader.varint("chunk size")?;
+        let small_file_threshold = config_reader.varint("small file threshold")?;
+        let codec = config_reader.u8("codec")?;
+        let zstd_level = config_reader.varint("zstd level")?;
+        let mode = config_reader.u8("mode")?;
         let config = Config {
-            chunk_size: config_reader.varint("chunk size")?,
-            small_file_threshold: config_reader.varint("small file threshold")?,
-            codec_default: if config_reader.u8("codec")? == 1 {
-                "zstd"
-            } else {
-                "store"
-            }
-            .to_owned(),
-            zstd_level: config_reader.varint("zstd level")?,
-            compression_mode: if config_reader.u8("mode")? == 1 {
-                "balanced"
-            } else {
-                "fast"
-            }
-            .to_owned(),
+            chunk_size,
+            small_file_threshold,
+            codec_default: if codec == 1 { "zstd" } else { "store" }.to_owned(),
+            zstd_level,
+            compression_mode: if mode == 1 { "balanced" } else { "fast" }.to_owned(),
         };
         let strings = read_strings(&mut reader)?;
-        let count = reader.count(41, "file count")?;
+        let count = reader.count(42, "file count")?;
         let mut files = Vec::with_capacity(count);
+        let mut chunk_ids = Vec::new();
         for expected_id in 0..count {
             check_id(reader.varint("file id")?, expected_id, "file")?;
-            let path = join_path(
-                &strings,
-                reader.varint("file directory")?,
-                reader.varint("file name")?,
-            )?;
+            let dir = string_id(&strings, reader.varint("file directory")?)?;
+            let name = string_id(&strings, reader.varint("file name")?)?;
             let size = reader.varint("file size")?;
-            reader.varint("file mode")?;
-            reader.varint("file mtime")?;
-            reader.u8("file type")?;
+            let mode = read_mode(&mut reader)?;
+            let mtime_ns = i64::try_from(reader.varint("file mtime")?).unwrap_or(i64::MAX);
+            let kind = read_kind(&mut reader, expected_id)?;
             let sha256 = reader.array::<32>("file sha256")?;
-            let chunks = read_deltas(&mut reader, "file chunk")?;
+            let (chunks_start, chunks_len) =
+                read_chunk_ids(&mut reader, &mut chunk_ids, expected_id)?;
             reader.u8("file codec hint")?;
             reader.varint_signed("file pack id")?;
-            files.push(FileRecord {
-                path,
+            files.push(FileRow {
+                dir,
+                name,
+                chunks_start,
+                chunks_len,
                 size,
+                mtime_ns,
+                mode,
+                kind,
                 sha256,
-                chunks,
             });
         }
         let count = reader.count(5, "chunk count")?;
@@ -437,16 +887,16 @@ impl Manifest {
         for index in 0..count {
             chunk_id = chunk_id.wrapping_add(reader.varint("chunk id")?);
             check_id(chunk_id, index, "chunk")?;
-            let file_id = reader.varint("chunk file id")?;
+            let file = narrow(reader.varint("chunk file id")?, "chunk file id")?;
             let offset = reader.varint("chunk offset")?;
-            let size = reader.varint("chunk size")?;
-            let block_id = reader.varint("chunk block id")?;
+            let size = narrow(reader.varint("chunk size")?, "chunk size")?;
+            let block = narrow(reader.varint("chunk block id")?, "chunk block id")?;
             chunks.push(ChunkRecord {
-                file_id,
-                file_offset: offset,
+                file,
+                block,
+                // Kept as written; see `repair_cli_offsets`.
+                offset: u32::try_from(offset).unwrap_or(u32::MAX),
                 size,
-                block_id,
-                block_offset: offset,
             });
         }
         let count = reader.count(13, "block count")?;
@@ -463,8 +913,11 @@ impl Manifest {
             offset = offset
                 .checked_add(reader.varint("block offset")?)
                 .ok_or_else(|| Error::corrupt(format!("block {index}"), "offset overflows"))?;
-            let stored_size = reader.varint("block compressed size")?;
-            let size = reader.varint("block size")?;
+            let stored_size = narrow(
+                reader.varint("block compressed size")?,
+                "block compressed size",
+            )?;
+            let size = narrow(reader.varint("block size")?, "block size")?;
             let checksum = u64::from_be_bytes(reader.array::<8>("block checksum")?);
             blocks.push(BlockRecord {
                 codec,
@@ -481,7 +934,9 @@ impl Manifest {
         }
         let mut manifest = Self {
             config,
+            strings,
             files,
+            chunk_ids,
             chunks,
             blocks,
         };
@@ -492,38 +947,84 @@ impl Manifest {
     /// The tool writes a large file's chunk offsets as positions in the
     /// file, while it (and this reader) take them as positions in the block.
     /// A block holding a single chunk starts that chunk at 0; only blocks
-    /// shared by several chunks (packed small files) need the stored offset.
-    /// Positions in the file are recomputed from the chunk order.
+    /// shared by several chunks need the stored offset.
     fn repair_cli_offsets(&mut self) {
         let users = block_users(&self.chunks, self.blocks.len());
         for chunk in &mut self.chunks {
-            if users.get(chunk.block_id as usize) == Some(&1) {
-                chunk.block_offset = 0;
+            if users.get(chunk.block as usize) == Some(&1) {
+                chunk.offset = 0;
             }
         }
-        for file in &self.files {
+    }
+
+    /// The spec dialect stores where each chunk starts in its file: it must
+    /// be where the file's previous chunks end.
+    fn check_file_offsets(&self, file_offsets: &[u64]) -> Result<(), Error> {
+        for file in self.files() {
             let mut position = 0u64;
-            for &id in &file.chunks {
-                if let Some(chunk) = self.chunks.get_mut(id as usize) {
-                    chunk.file_offset = position;
-                    position = position.saturating_add(chunk.size);
+            for &id in file.chunk_ids() {
+                let (Some(chunk), Some(&stored)) =
+                    (self.chunks.get(id as usize), file_offsets.get(id as usize))
+                else {
+                    // A missing chunk is reported by `validate`.
+                    continue;
+                };
+                if stored != position {
+                    return Err(Error::corrupt(
+                        format!("chunk {id}"),
+                        format!(
+                            "starts at {stored} in file {} but the file's earlier chunks end at {position}",
+                            file.path()
+                        ),
+                    ));
                 }
+                position = position.saturating_add(u64::from(chunk.size));
             }
         }
+        Ok(())
     }
 }
 
-fn read_strings<'a>(reader: &mut ByteReader<'a>) -> Result<Vec<&'a str>, Error> {
+/// The spec body's sections, each a varint length and its bytes.
+struct Sections<'a>(ByteReader<'a>);
+
+impl<'a> Sections<'a> {
+    /// The next section, or `None` at the end of the body.
+    fn next(&mut self, what: &'static str) -> Result<Option<ByteReader<'a>>, Error> {
+        if self.0.is_empty() {
+            return Ok(None);
+        }
+        let len = self.0.varint(what)?;
+        let at = self.0.offset();
+        Ok(Some(ByteReader::at(self.0.bytes_u64(len, what)?, at)))
+    }
+
+    /// The next section, which must be there.
+    fn required(&mut self, what: &'static str) -> Result<ByteReader<'a>, Error> {
+        let at = self.0.offset();
+        self.next(what)?.ok_or_else(|| Error::Truncated {
+            what: what.into(),
+            offset: at,
+            needed: 1,
+            available: 0,
+        })
+    }
+}
+
+fn read_strings(reader: &mut ByteReader<'_>) -> Result<Strings, Error> {
     let count = reader.count(1, "string count")?;
-    let mut strings = Vec::with_capacity(count);
+    let mut strings = Strings {
+        bytes: Vec::new(),
+        ends: Vec::with_capacity(count),
+    };
     for _ in 0..count {
         let len = reader.varint("string length")?;
         let bytes = reader.bytes_u64(len, "string")?;
-        strings.push(
-            std::str::from_utf8(bytes)
-                .map_err(|_| Error::corrupt("string table", "a string is not UTF-8"))?,
-        );
+        let string = std::str::from_utf8(bytes)
+            .map_err(|_| Error::corrupt("string table", "a string is not UTF-8"))?;
+        strings.push(string)?;
     }
+    strings.bytes.shrink_to_fit();
     Ok(strings)
 }
 
@@ -538,129 +1039,124 @@ fn check_id(found: u64, expected: usize, what: &'static str) -> Result<(), Error
     }
 }
 
-fn join_path(strings: &[&str], dir: u64, name: u64) -> Result<String, Error> {
-    let get = |index: u64| {
-        strings
-            .get(usize::try_from(index).unwrap_or(usize::MAX))
-            .copied()
-            .ok_or_else(|| {
-                Error::corrupt(
-                    "file table",
-                    format!(
-                        "string index {index} is past the {}-entry string table",
-                        strings.len()
-                    ),
-                )
-            })
-    };
-    let (dir, name) = (get(dir)?, get(name)?);
-    Ok(if dir.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{dir}/{name}")
+/// A value that must fit in 32 bits (ids, and sizes inside a block).
+fn narrow(value: u64, what: &'static str) -> Result<u32, Error> {
+    u32::try_from(value).map_err(|_| Error::LimitExceeded {
+        what: what.into(),
+        value,
+        limit: u64::from(u32::MAX),
     })
 }
 
-fn read_deltas(reader: &mut ByteReader<'_>, what: &'static str) -> Result<Vec<u64>, Error> {
-    let count = reader.count(1, what)?;
-    let mut ids = Vec::with_capacity(count);
-    let mut id = 0u64;
-    for _ in 0..count {
-        id = id
-            .checked_add(reader.varint(what)?)
-            .ok_or_else(|| Error::corrupt(what, "id overflows"))?;
-        ids.push(id);
+fn string_id(strings: &Strings, index: u64) -> Result<u32, Error> {
+    if index < strings.len() as u64 {
+        Ok(index as u32)
+    } else {
+        Err(Error::corrupt(
+            "file table",
+            format!(
+                "string index {index} is past the {}-entry string table",
+                strings.len()
+            ),
+        ))
     }
-    Ok(ids)
+}
+
+fn read_mode(reader: &mut ByteReader<'_>) -> Result<u32, Error> {
+    let mode = reader.varint("file mode")?;
+    u32::try_from(mode).map_err(|_| Error::corrupt("file mode", format!("{mode:#o} is not a mode")))
+}
+
+fn read_kind(reader: &mut ByteReader<'_>, file: usize) -> Result<FileKind, Error> {
+    let byte = reader.u8("file kind")?;
+    FileKind::from_byte(byte).ok_or_else(|| {
+        Error::corrupt(
+            format!("file {file}"),
+            format!("unknown kind byte {byte} (0 file, 1 directory, 2 symlink)"),
+        )
+    })
+}
+
+/// A file's chunk ids: strictly increasing (a chunk listed twice in a file
+/// would repeat its bytes), appended to `arena`; returns where they start
+/// and how many there are.
+fn read_chunk_ids(
+    reader: &mut ByteReader<'_>,
+    arena: &mut Vec<u32>,
+    file: usize,
+) -> Result<(u32, u32), Error> {
+    let count = reader.count(1, "file chunk count")?;
+    let start = u32::try_from(arena.len())
+        .map_err(|_| Error::corrupt("file table", "more than 2^32 chunk references"))?;
+    let mut id = 0u64;
+    for position in 0..count {
+        let delta = reader.varint("file chunk")?;
+        if position > 0 && delta == 0 {
+            return Err(Error::corrupt(
+                format!("file {file}"),
+                format!("chunk {id} is listed twice"),
+            ));
+        }
+        id = id
+            .checked_add(delta)
+            .ok_or_else(|| Error::corrupt(format!("file {file}"), "chunk id overflows"))?;
+        arena.push(narrow(id, "file chunk id")?);
+    }
+    Ok((start, count as u32))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn sample() -> Manifest {
-        Manifest {
-            config: Config {
-                chunk_size: 262_144,
-                small_file_threshold: 262_144,
-                codec_default: "zstd".into(),
-                zstd_level: 3,
-                compression_mode: "balanced".into(),
-            },
-            files: vec![
-                FileRecord {
-                    path: "a/b.txt".into(),
-                    size: 3,
-                    sha256: [1; 32],
-                    chunks: vec![0],
-                },
-                FileRecord {
-                    path: "a/c.txt".into(),
-                    size: 2,
-                    sha256: [2; 32],
-                    chunks: vec![1],
-                },
-                FileRecord {
-                    path: "big".into(),
-                    size: 10,
-                    sha256: [3; 32],
-                    chunks: vec![2, 3],
-                },
-            ],
-            chunks: vec![
-                ChunkRecord {
-                    file_id: 0,
-                    file_offset: 0,
-                    size: 3,
-                    block_id: 0,
-                    block_offset: 0,
-                },
-                ChunkRecord {
-                    file_id: 1,
-                    file_offset: 0,
-                    size: 2,
-                    block_id: 0,
-                    block_offset: 3,
-                },
-                ChunkRecord {
-                    file_id: 2,
-                    file_offset: 0,
-                    size: 6,
-                    block_id: 1,
-                    block_offset: 0,
-                },
-                ChunkRecord {
-                    file_id: 2,
-                    file_offset: 6,
-                    size: 4,
-                    block_id: 2,
-                    block_offset: 0,
-                },
-            ],
-            blocks: vec![
-                BlockRecord {
-                    codec: Codec::Zstd,
-                    offset: 80,
-                    stored_size: 10,
-                    size: 5,
-                    checksum: 0xdead_beef,
-                },
-                BlockRecord {
-                    codec: Codec::Store,
-                    offset: 94,
-                    stored_size: 6,
-                    size: 6,
-                    checksum: 7,
-                },
-                BlockRecord {
-                    codec: Codec::Store,
-                    offset: 104,
-                    stored_size: 4,
-                    size: 4,
-                    checksum: 8,
-                },
-            ],
-        }
+    pub(crate) fn sample() -> Manifest {
+        let mut builder = ManifestBuilder::new(Config::new(262_144, 262_144, 3));
+        let chunk = |file, block, offset, size| ChunkRecord {
+            file,
+            block,
+            offset,
+            size,
+        };
+        builder.push_chunk(chunk(0, 0, 0, 3)).unwrap();
+        builder
+            .push_file("a/b.txt", 3, [1; 32], 0..1, Attributes::default())
+            .unwrap();
+        builder.push_chunk(chunk(1, 0, 3, 2)).unwrap();
+        builder
+            .push_file(
+                "a/c.txt",
+                2,
+                [2; 32],
+                1..2,
+                Attributes::new(FileKind::File, 0o755, 1_700_000_000_000_000_000),
+            )
+            .unwrap();
+        builder.push_chunk(chunk(2, 1, 0, 6)).unwrap();
+        builder.push_chunk(chunk(2, 2, 0, 4)).unwrap();
+        builder
+            .push_file("big", 10, [3; 32], 2..4, Attributes::default())
+            .unwrap();
+        builder
+            .push_file(
+                "empty-dir",
+                0,
+                [4; 32],
+                4..4,
+                Attributes::new(FileKind::Directory, 0o700, 5),
+            )
+            .unwrap();
+        let block = |codec, offset, stored_size, size, checksum| BlockRecord {
+            codec,
+            offset,
+            stored_size,
+            size,
+            checksum,
+        };
+        builder.finish(vec![
+            block(Codec::Zstd, 80, 10, 5, 0xdead_beef),
+            block(Codec::Store, 94, 6, 6, 7),
+            block(Codec::Store, 104, 4, 4, 8),
+        ])
     }
 
     #[test]
@@ -677,23 +1173,35 @@ mod tests {
     }
 
     #[test]
-    fn directories_are_stored_once() {
+    fn paths_are_interned_and_compared_without_joining() {
         let manifest = sample();
-        let (strings, refs) = string_table(&manifest.files);
-        assert_eq!(strings, ["a", "b.txt", "c.txt", "", "big"]);
-        assert_eq!(refs, [(0, 1), (0, 2), (3, 4)]);
+        assert_eq!(manifest.strings.len(), 6);
+        let paths: Vec<String> = manifest.files().map(|f| f.path().to_string()).collect();
+        assert_eq!(paths, ["a/b.txt", "a/c.txt", "big", "empty-dir"]);
+        let first = manifest.file(0).unwrap().path();
+        assert!(first.is("a/b.txt"));
+        assert!(!first.is("a/c.txt") && !first.is("a.b.txt") && !first.is("b.txt"));
+        assert_eq!(first.hash(), path_hash("a/b.txt"));
+        assert_eq!(manifest.file(2).unwrap().path().hash(), path_hash("big"));
     }
 
     #[test]
     fn every_truncation_of_a_body_is_an_error() {
         let manifest = sample();
         let spec = manifest.encode_spec_body().unwrap();
-        for cut in 0..spec.len() {
-            assert!(
-                Manifest::decode_spec_body(&spec[..cut]).is_err(),
-                "spec cut {cut}"
-            );
-        }
+        // The attribute section is optional: the body cut right before it
+        // reads as the same files with default attributes; any other cut fails.
+        let accepted: Vec<usize> = (0..spec.len())
+            .filter(|&cut| Manifest::decode_spec_body(&spec[..cut]).is_ok())
+            .collect();
+        assert_eq!(accepted.len(), 1, "{accepted:?}");
+        let plain = Manifest::decode_spec_body(&spec[..accepted[0]]).unwrap();
+        assert!(
+            plain
+                .files()
+                .all(|f| f.attributes() == Attributes::default())
+        );
+        assert_eq!(plain.files.len(), manifest.files.len());
         let cli = manifest.encode_cli_raw();
         for cut in 0..cli.len() {
             assert!(

@@ -1,37 +1,43 @@
 //! Reading an archive of either dialect through one API.
 //!
-//! Opening reads the footer, then the manifest, and checks every reference
-//! in it (work proportional to the number of files, never to the data).
-//! Reading a file decompresses only the blocks that hold it, checks each
-//! block's CRC32 before decompressing it, bounds the output by the block's
-//! declared size, and checks the file's SHA-256.
+//! Opening reads the footer and the manifest region before it through the
+//! [`Source`] (two reads; no block is touched), checks every reference and
+//! what it means (`check.rs`), then the header (a third read, which
+//! [`OpenOptions::check_header`] can leave to [`Archive::verify`]: reading
+//! needs only the footer and the manifest). Reading a file is a [`FileReader`]: it
+//! decompresses only that file's blocks, checks each block's CRC32 and size,
+//! and the file's SHA-256 when its last byte has been read.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
-use binfmt_core::extract::safe_target;
-use binfmt_core::layout::Record;
-use binfmt_core::{AtomicFile, ByteSource, IoResultExt};
+use binfmt_core::layout::IntoBytes;
+use binfmt_core::{FileSource, Source, SourceExt};
 use sha2::{Digest, Sha256};
 
+use crate::block::{self, BlockCache, BlockStream, Decoded};
+use crate::check::{PathIndex, check};
 use crate::error::{ArcxError, Result};
 use crate::format::{
-    Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_MAGIC, HEADER_SIZE, Header,
-    MANIFEST_MAGIC, crc32,
+    Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_MAGIC, HEADER_SIZE, Header, MANIFEST_MAGIC,
+    crc32,
 };
-use crate::manifest::{BlockRecord, FileRecord, Manifest};
+use crate::manifest::{ChunkRecord, FileEntry, Manifest};
 
 /// Bounds a reader enforces against hostile archives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// The largest manifest, as stored (default 256 MiB).
     pub max_manifest_stored: u64,
     /// The largest manifest once decompressed (default 1 GiB).
     pub max_manifest_size: u64,
-    /// The largest block once decompressed (default 256 MiB).
+    /// The largest block once decompressed (default 256 MiB; at most 4 GiB).
     pub max_block_size: u64,
+    /// The largest block that several chunks share, and the largest block
+    /// decoded whole rather than streamed (default 16 MiB). Writers share
+    /// blocks of 256 KiB (this crate) or about 1 MiB (`arcx` 0.3.0).
+    pub max_shared_block: u64,
 }
 
 impl Default for Limits {
@@ -40,228 +46,370 @@ impl Default for Limits {
             max_manifest_stored: 256 << 20,
             max_manifest_size: 1 << 30,
             max_block_size: 256 << 20,
+            max_shared_block: 16 << 20,
         }
     }
 }
 
-/// An archive whose footer, manifest and references have been checked.
-#[derive(Debug)]
-pub struct Archive<S = ByteSource> {
-    source: S,
-    dialect: Dialect,
-    manifest: Manifest,
-    by_path: HashMap<String, usize>,
-    limits: Limits,
+/// How to open an archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    /// Bounds against hostile archives.
+    pub limits: Limits,
+    /// Check the header when opening (default true); `false` leaves it to
+    /// [`Archive::verify`], saving a read where reads cost a request.
+    pub check_header: bool,
 }
 
-impl Archive<ByteSource> {
-    /// Opens the archive at `path`, memory-mapped when possible.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::new(ByteSource::open(path)?)
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            check_header: true,
+        }
     }
 }
 
-fn ascii(bytes: &[u8]) -> String {
-    bytes.escape_ascii().to_string()
+impl OpenOptions {
+    /// These options with `limits`.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// These options checking the header on open or not.
+    pub fn check_header(mut self, check: bool) -> Self {
+        self.check_header = check;
+        self
+    }
 }
 
-fn manifest_error(error: binfmt_core::Error) -> ArcxError {
-    ArcxError::Manifest(error)
+impl Limits {
+    /// These limits with `max_manifest_size` set.
+    pub fn with_max_manifest_size(mut self, bytes: u64) -> Self {
+        self.max_manifest_size = bytes;
+        self
+    }
+
+    /// These limits with `max_block_size` set (capped at 4 GiB, what a
+    /// block's size prefix can describe).
+    pub fn with_max_block_size(mut self, bytes: u64) -> Self {
+        self.max_block_size = bytes.min(u64::from(u32::MAX));
+        self
+    }
+}
+
+/// An archive whose footer, manifest and references have been checked.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Read;
+///
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("hello.txt"), b"hello")?;
+/// let out = dir.path().join("out.arcx");
+/// binfmt_arcx::pack_dir(dir.path(), &out, binfmt_arcx::PackOptions::default(), |_| {})?;
+///
+/// let archive = binfmt_arcx::Archive::open(&out)?;         // footer, then manifest
+/// let mut text = String::new();
+/// archive.reader("hello.txt")?.read_to_string(&mut text)?; // only that file's block
+/// assert_eq!(text, "hello");
+/// archive.verify()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Archive<S = FileSource> {
+    source: S,
+    dialect: Dialect,
+    manifest: Manifest,
+    paths: PathIndex,
+    limits: Limits,
+    manifest_offset: u64,
+    manifest_stored: u64,
+    /// The footer's field after the manifest offset: the manifest's size
+    /// (spec) or its copy's offset (arcx-cli).
+    index_offset: u64,
+    cache: BlockCache,
+}
+
+impl Archive<FileSource> {
+    /// Opens the archive at `path`, read by offset (no map: memory holds
+    /// only the manifest and the blocks being read).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::new(FileSource::open(path)?)
+    }
 }
 
 /// Decompresses one zstd frame, failing once the output passes `limit`
 /// bytes: the output grows as it is produced, never by a declared size.
-fn decompress_bounded(stored: &[u8], limit: u64) -> std::io::Result<Vec<u8>> {
+fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     zstd::stream::read::Decoder::new(stored)?
         .take(limit.saturating_add(1))
         .read_to_end(&mut out)?;
     if out.len() as u64 > limit {
-        return Err(std::io::Error::other(format!(
+        return Err(io::Error::other(format!(
             "decompresses beyond {limit} bytes"
         )));
     }
     Ok(out)
 }
 
-impl<S: AsRef<[u8]>> Archive<S> {
+fn manifest_error(error: binfmt_core::Error) -> ArcxError {
+    ArcxError::Manifest(error)
+}
+
+fn zstd_manifest(error: io::Error) -> ArcxError {
+    manifest_error(binfmt_core::Error::corrupt(
+        "manifest",
+        format!("zstd: {error}"),
+    ))
+}
+
+fn too_large(what: &'static str, value: u64, limit: u64) -> ArcxError {
+    ArcxError::Core(binfmt_core::Error::LimitExceeded {
+        what: what.into(),
+        value,
+        limit,
+    })
+}
+
+impl<S: Source> Archive<S> {
     /// Checks the archive held in `source` with the default [`Limits`].
     pub fn new(source: S) -> Result<Self> {
-        Self::with_limits(source, Limits::default())
+        Self::with_options(source, OpenOptions::default())
     }
 
-    /// Checks the archive held in `source`.
+    /// Checks the archive held in `source` with `limits`.
     pub fn with_limits(source: S, limits: Limits) -> Result<Self> {
-        let bytes = source.as_ref();
-        let len = bytes.len() as u64;
+        Self::with_options(source, OpenOptions::default().limits(limits))
+    }
+
+    /// Checks the archive held in `source`: the footer, then the manifest
+    /// region before it (one read each), then, unless `options` defers it
+    /// to [`Archive::verify`], the header.
+    pub fn with_options(source: S, options: OpenOptions) -> Result<Self> {
+        let limits = options
+            .limits
+            .with_max_block_size(options.limits.max_block_size);
+        let len = source.len();
         if len < (HEADER_SIZE + FOOTER_SIZE) as u64 {
-            return Err(ArcxError::TooShort { len });
-        }
-        let header = Header::ref_at(bytes, 0)?;
-        if header.magic != HEADER_MAGIC {
-            return Err(ArcxError::BadHeaderMagic {
-                found: ascii(&header.magic),
-            });
-        }
-        let (major, minor) = (header.version_major.get(), header.version_minor.get());
-        if major != 0 {
-            return Err(ArcxError::UnsupportedVersion { major, minor });
+            return Err(binfmt_core::Error::Truncated {
+                what: "ARCX archive (an 80-byte header and a 40-byte footer)".into(),
+                offset: 0,
+                needed: (HEADER_SIZE + FOOTER_SIZE) as u64,
+                available: len,
+            }
+            .into());
         }
         let footer_at = len - FOOTER_SIZE as u64;
-        let footer = Footer::ref_at(bytes, footer_at)?;
+        let footer: Footer = source.record_at(footer_at)?;
         if footer.magic != FOOTER_MAGIC {
-            return Err(ArcxError::BadFooterMagic {
-                found: ascii(&footer.magic),
-            });
+            return Err(binfmt_core::Error::bad_magic(
+                "ARCX footer (the archive is truncated or not ARCX)",
+                footer_at,
+                &FOOTER_MAGIC,
+                &footer.magic,
+            )
+            .into());
         }
         let manifest_offset = footer.manifest_offset.get();
         if manifest_offset < HEADER_SIZE as u64 || manifest_offset >= footer_at {
-            return Err(ArcxError::Manifest(binfmt_core::Error::OutOfBounds {
+            return Err(manifest_error(binfmt_core::Error::OutOfBounds {
                 what: "manifest offset".into(),
                 offset: manifest_offset,
                 len: 0,
                 file_size: footer_at,
             }));
         }
+        // Both dialects put the manifest (the tool: the manifest and its
+        // copy) right before the footer: one read takes it all.
+        let region_len = footer_at - manifest_offset;
+        let region_limit = 2 * (limits.max_manifest_stored + 4);
+        if region_len > region_limit {
+            return Err(too_large("stored manifest", region_len, region_limit));
+        }
+        let region = source.bytes_at(manifest_offset, region_len, "manifest")?;
         // What sits at the manifest offset tells the dialects apart: the
         // spec's manifest starts with its magic, the tool's with a length.
-        let region_start = bytes
-            .get(manifest_offset as usize..footer_at as usize)
-            .unwrap_or_default();
-        let (dialect, manifest) = if region_start.starts_with(&MANIFEST_MAGIC) {
+        let (dialect, manifest) = if region.starts_with(&MANIFEST_MAGIC) {
+            if footer.field_16.get() != region_len {
+                return Err(manifest_error(binfmt_core::Error::corrupt(
+                    "footer",
+                    format!(
+                        "says the manifest is {} bytes, but {region_len} bytes lie between its start and the footer",
+                        footer.field_16.get()
+                    ),
+                )));
+            }
             (
                 Dialect::Spec,
-                Self::spec_manifest(bytes, footer, footer_at, &limits)?,
+                Self::spec_manifest(&region, &footer, &limits)?,
             )
         } else {
             (
                 Dialect::ArcxCli,
-                Self::cli_manifest(bytes, header, footer, footer_at, &limits)?,
+                Self::cli_manifest(&region, &footer, manifest_offset, &limits)?,
             )
         };
-        if dialect == Dialect::Spec
-            && u64::from(footer.field_24.get()) != manifest.files.len() as u64
-        {
+        drop(region);
+        let manifest_stored = match dialect {
+            Dialect::Spec => region_len,
+            Dialect::ArcxCli => region_len / 2,
+        };
+        if dialect == Dialect::Spec && u64::from(footer.field_24.get()) != manifest.len() as u64 {
             return Err(manifest_error(binfmt_core::Error::corrupt(
                 "footer",
                 format!(
                     "total_files is {} but the manifest lists {} files",
                     footer.field_24.get(),
-                    manifest.files.len()
+                    manifest.len()
                 ),
             )));
         }
-        let by_path = check_references(&manifest, manifest_offset, &limits)?;
-        Ok(Self {
+        let paths = check(&manifest, manifest_offset, &limits)?;
+        let archive = Self {
             source,
             dialect,
             manifest,
-            by_path,
+            paths,
             limits,
-        })
+            manifest_offset,
+            manifest_stored,
+            index_offset: footer.field_16.get(),
+            cache: BlockCache::default(),
+        };
+        if options.check_header {
+            archive.check_header()?;
+        }
+        Ok(archive)
     }
 
-    fn spec_manifest(
-        bytes: &[u8],
-        footer: &Footer,
-        footer_at: u64,
-        limits: &Limits,
-    ) -> Result<Manifest> {
-        let (offset, size) = (footer.manifest_offset.get(), footer.field_16.get());
-        if size > limits.max_manifest_stored {
-            return Err(ArcxError::ManifestTooLarge {
-                size,
-                limit: limits.max_manifest_stored,
-            });
+    /// Checks the header: its magic and major version, the fields that
+    /// repeat the footer's, and (arcx-cli) its CRC32. Reading needs none of
+    /// it (the footer and the manifest locate everything), so a source that
+    /// pays per request may leave it to [`Archive::verify`].
+    pub fn check_header(&self) -> Result<()> {
+        let header: Header = self.source.record_at(0)?;
+        if header.magic != HEADER_MAGIC {
+            return Err(binfmt_core::Error::bad_magic(
+                "ARCX header",
+                0,
+                &HEADER_MAGIC,
+                &header.magic,
+            )
+            .into());
         }
-        let region = binfmt_core::range::slice_at(
-            bytes.get(..footer_at as usize).unwrap_or_default(),
-            offset,
-            size,
-            "manifest",
-        )
-        .map_err(manifest_error)?;
+        let (major, minor) = (header.version_major.get(), header.version_minor.get());
+        if major != 0 {
+            return Err(binfmt_core::Error::UnsupportedVersion {
+                what: "ARCX".into(),
+                found: format!("{major}.{minor}"),
+                supported: "major version 0".into(),
+            }
+            .into());
+        }
+        agree(
+            "manifest_offset",
+            header.manifest_offset.get(),
+            self.manifest_offset,
+        )?;
+        agree("data_offset", header.data_offset.get(), HEADER_SIZE as u64)?;
+        match self.dialect {
+            Dialect::Spec => agree("index_offset", header.index_offset.get(), 0),
+            _ => {
+                agree("index_offset", header.index_offset.get(), self.index_offset)?;
+                let found = u64::from(crc32(header.as_bytes().get(..72).unwrap_or_default()));
+                let expected = header.tail_2.get();
+                if expected == found {
+                    Ok(())
+                } else {
+                    Err(ArcxError::HeaderChecksum { expected, found })
+                }
+            }
+        }
+    }
+
+    fn spec_manifest(region: &[u8], footer: &Footer, limits: &Limits) -> Result<Manifest> {
+        let size = region.len() as u64;
+        if size > limits.max_manifest_stored {
+            return Err(too_large(
+                "stored manifest",
+                size,
+                limits.max_manifest_stored,
+            ));
+        }
         let found = crc32(region);
         let expected = footer.field_28.get();
         if found != expected {
             return Err(ArcxError::ManifestChecksum { expected, found });
         }
         let compressed = region.get(MANIFEST_MAGIC.len()..).unwrap_or_default();
-        let body = decompress_bounded(compressed, limits.max_manifest_size).map_err(|error| {
-            manifest_error(binfmt_core::Error::corrupt(
-                "manifest",
-                format!("zstd: {error}"),
-            ))
-        })?;
+        let body =
+            decompress_bounded(compressed, limits.max_manifest_size).map_err(zstd_manifest)?;
         Manifest::decode_spec_body(&body).map_err(manifest_error)
     }
 
+    /// The tool's region: u32 length, the manifest, then the same again
+    /// (the copy it calls the index), then the footer.
     fn cli_manifest(
-        bytes: &[u8],
-        header: &Header,
+        region: &[u8],
         footer: &Footer,
-        footer_at: u64,
+        manifest_offset: u64,
         limits: &Limits,
     ) -> Result<Manifest> {
-        let offset = footer.manifest_offset.get();
-        let header_bytes = bytes.get(..72).unwrap_or_default();
-        let expected = header.tail_2.get();
-        let found = u64::from(crc32(header_bytes));
-        if expected != found {
-            return Err(ArcxError::HeaderChecksum { expected, found });
+        let length = region
+            .first_chunk::<4>()
+            .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)));
+        if length > limits.max_manifest_stored {
+            return Err(too_large(
+                "stored manifest",
+                length,
+                limits.max_manifest_stored,
+            ));
         }
-        let before_footer = bytes.get(..footer_at as usize).unwrap_or_default();
-        let length = binfmt_core::range::slice_at(before_footer, offset, 4, "manifest length")
-            .map_err(manifest_error)?;
-        let size = u64::from(u32::from_le_bytes(length.try_into().unwrap_or_default()));
-        if size > limits.max_manifest_stored {
-            return Err(ArcxError::ManifestTooLarge {
-                size,
-                limit: limits.max_manifest_stored,
-            });
+        let framed = 4 + length;
+        let index_offset = footer.field_16.get();
+        if index_offset != manifest_offset + framed || region.len() as u64 != 2 * framed {
+            return Err(manifest_error(binfmt_core::Error::corrupt(
+                "manifest",
+                format!(
+                    "{} bytes lie between the manifest and the footer, which puts the copy at {index_offset}; a {length}-byte manifest and its copy take {} with the copy at {}",
+                    region.len(),
+                    2 * framed,
+                    manifest_offset + framed
+                ),
+            )));
         }
-        let region = binfmt_core::range::slice_at(before_footer, offset + 4, size, "manifest")
-            .map_err(manifest_error)?;
-        // Nothing checksums this manifest, but the tool writes it twice (the
-        // second copy it calls the index): a byte flipped in either copy
-        // shows as a difference.
-        let index = footer.field_16.get();
-        let copy = binfmt_core::range::slice_at(before_footer, index, 4, "manifest copy length")
-            .and_then(|length| {
-                let length = u32::from_le_bytes(length.try_into().unwrap_or_default());
-                binfmt_core::range::slice_at(
-                    before_footer,
-                    index.saturating_add(4),
-                    u64::from(length),
-                    "manifest copy",
-                )
-            })
-            .map_err(manifest_error)?;
-        if copy != region {
+        let (first, copy) = region.split_at(framed as usize);
+        // Nothing checksums this manifest, but the tool writes it twice: a
+        // byte flipped in either copy shows as a difference.
+        if first != copy {
             return Err(manifest_error(binfmt_core::Error::corrupt(
                 "manifest",
                 "the manifest and its copy (the index) differ",
             )));
         }
-        let (&flags, payload) = region.split_first().ok_or_else(|| {
-            manifest_error(binfmt_core::Error::corrupt(
-                "manifest",
-                "empty manifest region",
-            ))
-        })?;
-        let raw = if flags & 0x01 != 0 {
-            Cow::Owned(
-                decompress_bounded(payload, limits.max_manifest_size).map_err(|error| {
-                    manifest_error(binfmt_core::Error::corrupt(
-                        "manifest",
-                        format!("zstd: {error}"),
-                    ))
-                })?,
-            )
+        let (&flags, payload) = first
+            .get(4..)
+            .unwrap_or_default()
+            .split_first()
+            .ok_or_else(|| {
+                manifest_error(binfmt_core::Error::corrupt(
+                    "manifest",
+                    "empty manifest region",
+                ))
+            })?;
+        if flags & 0x01 != 0 {
+            let raw =
+                decompress_bounded(payload, limits.max_manifest_size).map_err(zstd_manifest)?;
+            Manifest::decode_cli_raw(&raw)
         } else {
-            Cow::Borrowed(payload)
-        };
-        Manifest::decode_cli_raw(&raw).map_err(manifest_error)
+            Manifest::decode_cli_raw(payload)
+        }
+        .map_err(manifest_error)
     }
 
     /// Which dialect the archive is in.
@@ -274,257 +422,321 @@ impl<S: AsRef<[u8]>> Archive<S> {
         &self.manifest
     }
 
+    /// The limits the archive was opened with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Where the manifest starts, and its stored size (one copy).
+    pub fn manifest_region(&self) -> (u64, u64) {
+        (self.manifest_offset, self.manifest_stored)
+    }
+
+    /// The archive's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.source.len()
+    }
+
+    /// The source the archive is read from.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// The number of files.
+    pub fn len(&self) -> usize {
+        self.manifest.len()
+    }
+
+    /// Whether the archive holds no files.
+    pub fn is_empty(&self) -> bool {
+        self.manifest.is_empty()
+    }
+
     /// The files, in archive order.
-    pub fn files(&self) -> &[FileRecord] {
-        &self.manifest.files
+    pub fn files(&self) -> impl ExactSizeIterator<Item = FileEntry<'_>> + '_ {
+        self.manifest.files()
     }
 
     /// The file at `path`.
-    pub fn find(&self, path: &str) -> Option<&FileRecord> {
-        self.by_path
-            .get(path)
-            .and_then(|&index| self.manifest.files.get(index))
+    pub fn find(&self, path: &str) -> Option<FileEntry<'_>> {
+        self.paths
+            .find(&self.manifest, path)
+            .and_then(|index| self.manifest.file(index))
     }
 
-    /// The archive's bytes.
-    pub fn bytes(&self) -> &[u8] {
-        self.source.as_ref()
+    /// The total size of every file, or an error if it overflows 64 bits.
+    pub fn total_size(&self) -> Result<u64> {
+        self.files().try_fold(0u64, |total, file| {
+            total.checked_add(file.size()).ok_or_else(|| {
+                manifest_error(binfmt_core::Error::corrupt(
+                    "file table",
+                    "file sizes add up to more than 2^64 bytes",
+                ))
+            })
+        })
     }
 
-    /// Block `id`, checked against its CRC32 and decompressed (borrowed from
-    /// the archive when stored as is).
-    pub fn block(&self, id: u64) -> Result<Cow<'_, [u8]>> {
-        let block: &BlockRecord =
-            self.manifest
-                .blocks
-                .get(id as usize)
-                .ok_or_else(|| ArcxError::BlockData {
-                    block: id,
-                    why: "no such block".into(),
-                })?;
-        let bytes = self.bytes();
-        let prefix = binfmt_core::range::slice_at(bytes, block.offset, 4, "block size prefix")?;
-        let stored_size = u64::from(u32::from_le_bytes(prefix.try_into().unwrap_or_default()));
-        if stored_size != block.stored_size {
-            return Err(ArcxError::BlockData {
-                block: id,
-                why: format!(
-                    "size prefix {stored_size} disagrees with the manifest's {}",
-                    block.stored_size
-                ),
-            });
-        }
-        let stored =
-            binfmt_core::range::slice_at(bytes, block.offset + 4, block.stored_size, "block")?;
-        let found = crc32(stored);
-        if found != block.checksum {
-            return Err(ArcxError::BlockChecksum {
-                block: id,
-                expected: block.checksum,
-                found,
-            });
-        }
-        let data = match block.codec {
-            Codec::Store => Cow::Borrowed(stored),
-            Codec::Zstd => Cow::Owned(
-                decompress_bounded(stored, block.size.min(self.limits.max_block_size)).map_err(
-                    |error| ArcxError::BlockData {
-                        block: id,
-                        why: format!("zstd: {error}"),
-                    },
-                )?,
-            ),
-        };
-        if data.len() as u64 != block.size {
-            return Err(ArcxError::BlockData {
-                block: id,
-                why: format!(
-                    "decompressed to {} bytes, the manifest says {}",
-                    data.len(),
-                    block.size
-                ),
-            });
-        }
-        Ok(data)
-    }
-
-    /// Writes the file at `path` to `out`, decompressing only its blocks,
-    /// and checks its SHA-256 (on a mismatch the bytes have been written;
-    /// callers writing files should write to a temporary first, as
-    /// [`Archive::extract`] does).
-    pub fn copy_to(&self, path: &str, out: &mut impl Write) -> Result<u64> {
+    /// A reader of the file at `path`.
+    pub fn reader(&self, path: &str) -> Result<FileReader<'_, S>> {
         let file = self.find(path).ok_or_else(|| ArcxError::NotFound {
             path: path.to_owned(),
         })?;
-        self.copy_file(file, &mut None, out)
+        Ok(self.reader_for(file))
     }
 
-    /// Writes `file` to `out` through `cache`, the last block decompressed,
-    /// so that files sharing a block, read one after another, decompress it
-    /// once.
-    fn copy_file<'a>(
-        &'a self,
-        file: &FileRecord,
-        cache: &mut Option<(u64, Cow<'a, [u8]>)>,
-        out: &mut impl Write,
-    ) -> Result<u64> {
-        let mut hasher = Sha256::new();
-        let mut written = 0u64;
-        for &chunk_id in &file.chunks {
-            let missing = || ArcxError::NotFound {
-                path: file.path.clone(),
-            };
-            let chunk = self
-                .manifest
-                .chunks
-                .get(chunk_id as usize)
-                .ok_or_else(missing)?;
-            if cache.as_ref().is_none_or(|(id, _)| *id != chunk.block_id) {
-                *cache = Some((chunk.block_id, self.block(chunk.block_id)?));
-            }
-            let block = cache
-                .as_ref()
-                .map(|(_, data)| data.as_ref())
-                .unwrap_or_default();
-            // `check_references` proved the chunk lies inside its block.
-            let piece =
-                binfmt_core::range::slice_at(block, chunk.block_offset, chunk.size, "chunk")?;
-            hasher.update(piece);
-            out.write_all(piece).with_path(Path::new(&file.path))?;
-            written += chunk.size;
-        }
-        if hasher.finalize().as_slice() != file.sha256 {
-            return Err(ArcxError::FileChecksum {
-                path: file.path.clone(),
-            });
-        }
-        Ok(written)
+    /// Announces that `files` will be read next: their blocks are handed
+    /// to the source's [`Source::will_read`] together, so a remote archive
+    /// fetches them in a few merged requests, several at once, instead of
+    /// one request per block as each is reached. Does nothing for a local
+    /// file.
+    pub fn prefetch<'a>(&'a self, files: impl IntoIterator<Item = FileEntry<'a>>) {
+        let ranges: Vec<std::ops::Range<u64>> = files
+            .into_iter()
+            .flat_map(|file| file.chunks())
+            .filter_map(|chunk| self.manifest.blocks().get(chunk.block as usize))
+            .map(|block| block.offset..block.end())
+            .collect();
+        self.source.will_read(&ranges);
     }
 
-    /// The bytes of the file at `path`.
+    /// A reader of `file`, one of this archive's files.
+    pub fn reader_for<'a>(&'a self, file: FileEntry<'a>) -> FileReader<'a, S> {
+        let ids = file.chunk_ids();
+        self.prefetch([file]);
+        FileReader {
+            archive: self,
+            file,
+            chunks: ids.iter(),
+            current: Piece::Idle,
+            hasher: Sha256::new(),
+            done: false,
+        }
+    }
+
+    /// The bytes of the file at `path`; memory grows as they are read.
     pub fn read(&self, path: &str) -> Result<Vec<u8>> {
-        let size = self.find(path).map_or(0, |file| file.size);
-        let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-        self.copy_to(path, &mut out)?;
+        let mut reader = self.reader(path)?;
+        let mut out = Vec::with_capacity(reader.file.size().min(16 << 20) as usize);
+        reader
+            .read_to_end(&mut out)
+            .map_err(|error| ArcxError::from_io(error, self.source.name()))?;
         Ok(out)
     }
 
-    /// Checks every block (CRC32, decompression) and every file (SHA-256).
-    pub fn verify(&self) -> Result<()> {
-        for id in 0..self.manifest.blocks.len() as u64 {
-            self.block(id)?;
-        }
-        let mut cache = None;
-        for file in &self.manifest.files {
-            self.copy_file(file, &mut cache, &mut std::io::sink())?;
-        }
-        Ok(())
+    /// Writes the file at `path` to `out` and returns its size; on a
+    /// checksum mismatch the bytes have already been written (write to a
+    /// temporary first, as extraction does).
+    pub fn copy_to(&self, path: &str, out: &mut impl Write) -> Result<u64> {
+        let mut reader = self.reader(path)?;
+        io::copy(&mut reader, out).map_err(|error| ArcxError::from_io(error, Path::new(path)))
     }
 
-    /// Extracts every file under `dir`, refusing paths that would land
-    /// outside it. Each file is written to a temporary and renamed, so a
-    /// corrupt file leaves nothing, and an existing symlink at a file's
-    /// place is replaced, never followed.
-    pub fn extract(&self, dir: &Path) -> Result<usize> {
-        let mut cache = None;
-        for file in &self.manifest.files {
-            let target = safe_target(dir, &file.path)?;
-            let mut out = AtomicFile::create(&target)?;
-            self.copy_file(file, &mut cache, &mut out)?;
-            out.commit()?;
+    /// Checks the header, every block (CRC32, decompression) and every
+    /// file (SHA-256), decoding each block once.
+    pub fn verify(&self) -> Result<VerifySummary> {
+        self.check_header()?;
+        let mut summary = VerifySummary::default();
+        let mut used = vec![false; self.manifest.blocks().len()];
+        for file in self.files() {
+            for chunk in file.chunks() {
+                if let Some(flag) = used.get_mut(chunk.block as usize) {
+                    *flag = true;
+                }
+            }
+            let mut reader = self.reader_for(file);
+            summary.bytes += io::copy(&mut reader, &mut io::sink())
+                .map_err(|error| ArcxError::from_io(error, self.source.name()))?;
+            summary.files += 1;
         }
-        Ok(self.manifest.files.len())
+        // Blocks no file uses are still part of the archive.
+        for (id, _) in used.iter().enumerate().filter(|(_, used)| !**used) {
+            let id = id as u32;
+            io::copy(&mut self.block_reader(id)?, &mut io::sink())
+                .map_err(|error| ArcxError::from_io(error, self.source.name()))?;
+        }
+        summary.blocks = self.manifest.blocks().len() as u64;
+        Ok(summary)
+    }
+
+    /// Block `id` as a reader of its decompressed bytes.
+    fn block_reader(&self, id: u32) -> Result<Box<dyn Read + '_>> {
+        let block = self.block_record(id)?;
+        if u64::from(block.size) <= self.limits.max_shared_block {
+            let decoded = block::decode(&self.source, id, &block)?;
+            Ok(Box::new(io::Cursor::new(decoded.to_vec())))
+        } else {
+            Ok(Box::new(BlockStream::open(&self.source, id, &block)?))
+        }
+    }
+
+    fn block_record(&self, id: u32) -> Result<crate::manifest::BlockRecord> {
+        self.manifest
+            .blocks()
+            .get(id as usize)
+            .copied()
+            .ok_or_else(|| ArcxError::BlockData {
+                block: id,
+                why: "no such block".into(),
+            })
+    }
+
+    /// The piece of a file that `chunk` is: a slice of a decoded block, or
+    /// a stream of a large block.
+    fn piece(&self, chunk: ChunkRecord) -> Result<Piece<'_, S>> {
+        let id = chunk.block;
+        let block = self.block_record(id)?;
+        if u64::from(block.size) > self.limits.max_shared_block {
+            // `check` proved a large block is one whole chunk.
+            return Ok(Piece::Stream(Box::new(BlockStream::open(
+                &self.source,
+                id,
+                &block,
+            )?)));
+        }
+        let start = chunk.offset as usize;
+        let end = start + chunk.size as usize;
+        if chunk.size == block.size {
+            // A block of its own: nothing else will read it, do not cache it.
+            let bytes = block::decode(&self.source, id, &block)?;
+            return Ok(Piece::Memory { bytes, start, end });
+        }
+        let bytes = match self.cache.get(id) {
+            Some(bytes) => Decoded::Shared(bytes),
+            None => match block::decode(&self.source, id, &block)? {
+                Decoded::Shared(bytes) => {
+                    self.cache.put(id, std::sync::Arc::clone(&bytes));
+                    Decoded::Shared(bytes)
+                }
+                borrowed => borrowed,
+            },
+        };
+        Ok(Piece::Memory { bytes, start, end })
     }
 }
 
-/// Checks that every id points inside its table, every block inside the
-/// data region, every chunk inside its block, and every file's chunks add
-/// up to its size; returns the path index.
-fn check_references(
-    manifest: &Manifest,
-    data_end: u64,
-    limits: &Limits,
-) -> Result<HashMap<String, usize>> {
-    let corrupt =
-        |what: String, why: String| ArcxError::Manifest(binfmt_core::Error::corrupt(what, why));
-    for (id, block) in manifest.blocks.iter().enumerate() {
-        let end = block
-            .offset
-            .checked_add(4)
-            .and_then(|start| start.checked_add(block.stored_size));
-        if block.offset < HEADER_SIZE as u64 || end.is_none_or(|end| end > data_end) {
-            return Err(corrupt(
-                format!("block {id}"),
-                format!(
-                    "{} stored bytes at {} are outside the data region (80..{data_end})",
-                    block.stored_size, block.offset
-                ),
-            ));
-        }
-        if block.size > limits.max_block_size {
-            return Err(corrupt(
-                format!("block {id}"),
-                format!(
-                    "{} bytes exceed the {}-byte block limit",
-                    block.size, limits.max_block_size
-                ),
-            ));
-        }
+/// Requires a header field to repeat its footer field.
+fn agree(field: &'static str, header: u64, footer: u64) -> Result<()> {
+    if header == footer {
+        Ok(())
+    } else {
+        Err(ArcxError::HeaderFooterMismatch {
+            field,
+            header,
+            footer,
+        })
     }
-    for (id, chunk) in manifest.chunks.iter().enumerate() {
-        let block = manifest
-            .blocks
-            .get(chunk.block_id as usize)
-            .ok_or_else(|| {
-                corrupt(
-                    format!("chunk {id}"),
-                    format!("block {} does not exist", chunk.block_id),
-                )
-            })?;
-        if chunk
-            .block_offset
-            .checked_add(chunk.size)
-            .is_none_or(|end| end > block.size)
-        {
-            return Err(corrupt(
-                format!("chunk {id}"),
-                format!(
-                    "{} bytes at {} are outside block {} ({} bytes)",
-                    chunk.size, chunk.block_offset, chunk.block_id, block.size
-                ),
-            ));
-        }
+}
+
+/// What [`Archive::verify`] checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VerifySummary {
+    /// Files whose SHA-256 matched.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Blocks whose CRC32 and size matched.
+    pub blocks: u64,
+}
+
+/// Where the next bytes of a file come from.
+enum Piece<'a, S: Source> {
+    Idle,
+    Memory {
+        bytes: Decoded<'a>,
+        start: usize,
+        end: usize,
+    },
+    Stream(Box<BlockStream<'a, S>>),
+}
+
+/// One file's bytes as `std::io::Read`, decompressed block by block as they
+/// are read. The SHA-256 is checked when the last byte has been read: the
+/// read that would return end-of-file fails instead on a mismatch. Errors
+/// are I/O errors wrapping an [`ArcxError`] ([`ArcxError::from_io`] gets it
+/// back).
+pub struct FileReader<'a, S: Source> {
+    archive: &'a Archive<S>,
+    file: FileEntry<'a>,
+    chunks: std::slice::Iter<'a, u32>,
+    current: Piece<'a, S>,
+    hasher: Sha256,
+    done: bool,
+}
+
+impl<S: Source> std::fmt::Debug for FileReader<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileReader")
+            .field("path", &self.file.path().to_string())
+            .field("done", &self.done)
+            .finish()
     }
-    let mut by_path = HashMap::with_capacity(manifest.files.len());
-    for (index, file) in manifest.files.iter().enumerate() {
-        let mut total = 0u64;
-        for &chunk_id in &file.chunks {
-            let chunk = manifest.chunks.get(chunk_id as usize).ok_or_else(|| {
-                corrupt(
-                    format!("file {:?}", file.path),
-                    format!("chunk {chunk_id} does not exist"),
-                )
-            })?;
-            if chunk.file_id != index as u64 {
-                return Err(corrupt(
-                    format!("file {:?}", file.path),
-                    format!("chunk {chunk_id} belongs to file {}", chunk.file_id),
-                ));
+}
+
+impl<'a, S: Source> FileReader<'a, S> {
+    /// The file being read.
+    pub fn file(&self) -> FileEntry<'a> {
+        self.file
+    }
+
+    /// Moves to the next chunk, or checks the SHA-256 after the last one;
+    /// returns whether there is more to read.
+    fn advance(&mut self) -> Result<bool> {
+        match self.chunks.next() {
+            Some(&id) => {
+                let chunk = self
+                    .archive
+                    .manifest
+                    .chunks()
+                    .get(id as usize)
+                    .copied()
+                    .ok_or_else(|| ArcxError::NotFound {
+                        path: self.file.path().to_string(),
+                    })?;
+                self.current = self.archive.piece(chunk)?;
+                Ok(true)
             }
-            total = total.saturating_add(chunk.size);
-        }
-        if total != file.size {
-            return Err(corrupt(
-                format!("file {:?}", file.path),
-                format!("chunks hold {total} bytes, the file is {}", file.size),
-            ));
-        }
-        if by_path.insert(file.path.clone(), index).is_some() {
-            return Err(corrupt(
-                format!("file {:?}", file.path),
-                "appears twice".into(),
-            ));
+            None => {
+                self.done = true;
+                let digest = std::mem::take(&mut self.hasher).finalize();
+                if digest.as_slice() != self.file.sha256() {
+                    return Err(ArcxError::FileChecksum {
+                        path: self.file.path().to_string(),
+                    });
+                }
+                Ok(false)
+            }
         }
     }
-    Ok(by_path)
+}
+
+impl<S: Source> Read for FileReader<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.done || buf.is_empty() {
+                return Ok(0);
+            }
+            let n = match &mut self.current {
+                Piece::Idle => 0,
+                Piece::Memory { bytes, start, end } => {
+                    let available = bytes.get(*start..*end).unwrap_or_default();
+                    let n = available.len().min(buf.len());
+                    if let (Some(out), Some(piece)) = (buf.get_mut(..n), available.get(..n)) {
+                        out.copy_from_slice(piece);
+                    }
+                    *start += n;
+                    n
+                }
+                Piece::Stream(stream) => stream.read(buf)?,
+            };
+            if n > 0 {
+                self.hasher.update(buf.get(..n).unwrap_or_default());
+                return Ok(n);
+            }
+            self.current = Piece::Idle;
+            if !self.advance().map_err(ArcxError::into_io)? {
+                return Ok(0);
+            }
+        }
+    }
 }

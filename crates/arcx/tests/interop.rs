@@ -67,10 +67,7 @@ fn the_tool_reads_our_arcx_cli_archives() {
     pack_dir(
         &tree,
         &archive,
-        PackOptions {
-            dialect: Dialect::ArcxCli,
-            ..PackOptions::default()
-        },
+        PackOptions::default().dialect(Dialect::ArcxCli),
         |_| {},
     )
     .unwrap();
@@ -139,7 +136,9 @@ fn we_read_the_tools_archives() {
     opened.verify().unwrap();
     let extracted = dir.path().join("extracted");
     fs::create_dir(&extracted).unwrap();
-    opened.extract(&extracted).unwrap();
+    opened
+        .extract(&extracted, binfmt_arcx::ExtractOptions::default())
+        .unwrap();
     for (path, bytes) in &files {
         assert_eq!(&fs::read(extracted.join(path)).unwrap(), bytes);
     }
@@ -151,13 +150,71 @@ fn the_committed_tool_fixture_reads() {
     assert_eq!(archive.dialect(), Dialect::ArcxCli);
     let tar = fs::read(binfmt_tests::fixture("reference/sample.tar")).unwrap();
     for file in archive.files() {
-        let bytes = archive.read(&file.path).unwrap();
+        let path = file.path().to_string();
+        let bytes = archive.read(&path).unwrap();
         // Each file is also a member of sample.tar, whose payloads start on
         // 512-byte boundaries.
         assert!(
             tar.windows(bytes.len()).any(|w| w == bytes.as_slice()),
-            "{}",
-            file.path
+            "{path}"
         );
     }
+}
+
+/// Modes, times, a symlink and an empty directory: stored in the arcx-cli
+/// dialect, the tool still lists and extracts the archive (it writes the
+/// link as a file holding its target and the directory as an empty file),
+/// and this crate restores all of it.
+#[cfg(unix)]
+#[test]
+fn metadata_keeps_the_archive_readable_by_the_tool() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(tool) = arcx() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(tree.join("bin")).unwrap();
+    fs::create_dir_all(tree.join("empty")).unwrap();
+    fs::write(tree.join("bin/run.sh"), b"#!/bin/sh\necho hi\n").unwrap();
+    fs::set_permissions(tree.join("bin/run.sh"), fs::Permissions::from_mode(0o750)).unwrap();
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    fs::File::options()
+        .write(true)
+        .open(tree.join("bin/run.sh"))
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+    std::os::unix::fs::symlink("bin/run.sh", tree.join("run")).unwrap();
+    let archive = dir.path().join("meta.arcx");
+    pack_dir(
+        &tree,
+        &archive,
+        PackOptions::default().dialect(Dialect::ArcxCli),
+        |_| {},
+    )
+    .unwrap();
+
+    let by_tool = dir.path().join("by-tool");
+    run(
+        &tool,
+        &["extract".as_ref(), archive.as_os_str(), by_tool.as_os_str()],
+    );
+    assert_eq!(
+        fs::read(by_tool.join("bin/run.sh")).unwrap(),
+        b"#!/bin/sh\necho hi\n"
+    );
+    assert_eq!(fs::read(by_tool.join("run")).unwrap(), b"bin/run.sh");
+
+    let ours = dir.path().join("ours");
+    Archive::open(&archive)
+        .unwrap()
+        .extract(&ours, binfmt_arcx::ExtractOptions::default().symlinks(true))
+        .unwrap();
+    let script = fs::metadata(ours.join("bin/run.sh")).unwrap();
+    assert_eq!(script.permissions().mode() & 0o777, 0o750);
+    assert_eq!(script.modified().unwrap(), time);
+    assert_eq!(
+        fs::read_link(ours.join("run")).unwrap(),
+        Path::new("bin/run.sh")
+    );
+    assert!(ours.join("empty").is_dir());
 }

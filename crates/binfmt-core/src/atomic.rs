@@ -12,7 +12,15 @@
 //! zip and most tools, because it can cost more than the write itself).
 //!
 //! A new file gets mode 0644 on Unix (what most tools produce under the usual
-//! umask 022); replacing an existing file keeps that file's mode.
+//! umask 022); replacing an existing regular file keeps its permission bits;
+//! [`AtomicFile::mode`] sets them. Only permission bits are ever set: no
+//! writer creates a setuid, setgid or sticky file, and a symlink at the
+//! destination is replaced, never followed (its target's mode is not
+//! copied either).
+//!
+//! The temporary file is `.NAME.XXXXXX.tmp` beside the destination, or
+//! `.binfmt.XXXXXX.tmp` when that would not fit in a 255-byte file name, so
+//! every destination whose own name fits can be written.
 
 use std::fs;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
@@ -28,7 +36,11 @@ pub struct AtomicFile {
     writer: BufWriter<NamedTempFile>,
     destination: PathBuf,
     durable: bool,
+    modified: Option<std::time::SystemTime>,
 }
+
+/// The longest file name most file systems take.
+const NAME_MAX: usize = 255;
 
 impl AtomicFile {
     /// Starts writing the file that will replace `destination`.
@@ -48,7 +60,12 @@ impl AtomicFile {
             )
         })?;
         let mut prefix = std::ffi::OsString::from(".");
-        prefix.push(name);
+        // ".", the name, ".", 6 random characters, ".tmp".
+        if name.len() + 12 <= NAME_MAX {
+            prefix.push(name);
+        } else {
+            prefix.push("binfmt");
+        }
         prefix.push(".");
         let mut builder = tempfile::Builder::new();
         builder.prefix(&prefix).suffix(".tmp");
@@ -61,7 +78,31 @@ impl AtomicFile {
             writer: BufWriter::with_capacity(64 << 10, temp),
             destination: destination.to_owned(),
             durable: false,
+            modified: None,
         })
+    }
+
+    /// Sets the file's permission bits (masked to `0o777`: never setuid,
+    /// setgid or sticky).
+    pub fn mode(self, mode: u32) -> Result<Self> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            self.writer
+                .get_ref()
+                .as_file()
+                .set_permissions(fs::Permissions::from_mode(mode & 0o777))
+                .with_path(&self.destination)?;
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        Ok(self)
+    }
+
+    /// Sets the modification time the file will have once committed.
+    pub fn modified(mut self, time: std::time::SystemTime) -> Self {
+        self.modified = Some(time);
+        self
     }
 
     /// Whether commit syncs the file to disk before renaming it.
@@ -75,6 +116,13 @@ impl AtomicFile {
         &self.destination
     }
 
+    /// The temporary file's path, for writers that open the file by path
+    /// themselves (an SQLite database); they must be done with it before
+    /// [`AtomicFile::commit`].
+    pub fn temp_path(&self) -> &Path {
+        self.writer.get_ref().path()
+    }
+
     /// Flushes (and, when durable, syncs) the file and renames it into place.
     pub fn commit(self) -> Result<()> {
         let destination = self.destination;
@@ -82,6 +130,9 @@ impl AtomicFile {
             .writer
             .into_inner()
             .map_err(|error| Error::io(&destination, error.into_error()))?;
+        if let Some(time) = self.modified {
+            temp.as_file().set_modified(time).with_path(&destination)?;
+        }
         if self.durable {
             temp.as_file().sync_all().with_path(&destination)?;
         }
@@ -123,13 +174,33 @@ impl Seek for AtomicFile {
     }
 }
 
-/// The mode of the file being replaced, or 0644 for a new one.
+/// The permission bits of the regular file being replaced, or 0644 for a
+/// new one (or when a symlink or anything else is in the way: its target's
+/// mode must not leak into the new file).
 #[cfg(unix)]
 fn unix_permissions_for(destination: &Path) -> fs::Permissions {
     use std::os::unix::fs::PermissionsExt;
-    fs::metadata(destination)
-        .map(|metadata| metadata.permissions())
-        .unwrap_or_else(|_| fs::Permissions::from_mode(0o644))
+    let mode = fs::symlink_metadata(destination)
+        .ok()
+        .filter(fs::Metadata::is_file)
+        .map_or(0o644, |metadata| metadata.permissions().mode() & 0o777);
+    fs::Permissions::from_mode(mode)
+}
+
+/// Whether `a` and `b` name the same existing file (device and inode), so
+/// a command can refuse to write its output over one of its inputs.
+pub fn same_file(a: impl AsRef<Path>, b: impl AsRef<Path>) -> bool {
+    let (a, b) = (a.as_ref(), b.as_ref());
+    match (fs::metadata(a), fs::metadata(b)) {
+        #[cfg(unix)]
+        (Ok(a), Ok(b)) => {
+            use std::os::unix::fs::MetadataExt;
+            a.dev() == b.dev() && a.ino() == b.ino()
+        }
+        #[cfg(not(unix))]
+        (Ok(_), Ok(_)) => a.canonicalize().ok() == b.canonicalize().ok(),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +309,85 @@ mod tests {
             fs::metadata(&existing).unwrap().permissions().mode() & 0o777,
             0o600
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn special_bits_are_never_set_and_symlink_targets_never_copied() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let setuid = dir.path().join("setuid-target");
+        fs::write(&setuid, b"x").unwrap();
+        fs::set_permissions(&setuid, fs::Permissions::from_mode(0o4755)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&setuid, &link).unwrap();
+        let mut file = AtomicFile::create(&link).unwrap();
+        file.write_all(b"archive bytes").unwrap();
+        file.commit().unwrap();
+        let written = fs::symlink_metadata(&link).unwrap();
+        assert!(written.is_file(), "the symlink was replaced");
+        assert_eq!(written.permissions().mode() & 0o7777, 0o644);
+        assert_eq!(
+            fs::metadata(&setuid).unwrap().permissions().mode() & 0o7777,
+            0o4755
+        );
+        assert_eq!(fs::read(&setuid).unwrap(), b"x");
+
+        let explicit = dir.path().join("explicit");
+        AtomicFile::create(&explicit)
+            .unwrap()
+            .mode(0o6755)
+            .unwrap()
+            .commit()
+            .unwrap();
+        assert_eq!(
+            fs::metadata(&explicit).unwrap().permissions().mode() & 0o7777,
+            0o755
+        );
+        // Replacing a setuid file keeps only its permission bits.
+        AtomicFile::create(&setuid).unwrap().commit().unwrap();
+        assert_eq!(
+            fs::metadata(&setuid).unwrap().permissions().mode() & 0o7777,
+            0o755
+        );
+    }
+
+    #[test]
+    fn every_name_that_fits_can_be_written() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [1, 200, 243, 244, 250, 255] {
+            let path = dir.path().join("n".repeat(len));
+            let mut file = AtomicFile::create(&path).unwrap();
+            file.write_all(b"long").unwrap();
+            file.commit().unwrap();
+            assert_eq!(fs::read(&path).unwrap(), b"long", "{len}");
+        }
+    }
+
+    #[test]
+    fn modification_times_are_set_before_the_rename() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dated");
+        let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        AtomicFile::create(&path)
+            .unwrap()
+            .modified(time)
+            .commit()
+            .unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), time);
+    }
+
+    #[test]
+    fn same_file_compares_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        fs::write(&a, b"1").unwrap();
+        let alias = dir.path().join(".").join("a");
+        assert!(same_file(&a, &alias));
+        let b = dir.path().join("b");
+        fs::write(&b, b"1").unwrap();
+        assert!(!same_file(&a, &b));
+        assert!(!same_file(&a, dir.path().join("missing")));
     }
 
     #[test]

@@ -28,26 +28,37 @@ pub enum Error {
         Hex(found)
     )]
     BadMagic {
+        /// The structure.
         what: What,
+        /// Where the magic should be.
         offset: u64,
+        /// The magic bytes.
         expected: Box<[u8]>,
+        /// The bytes there.
         found: Box<[u8]>,
     },
 
     /// A version this crate does not read.
     #[error("unsupported {what} version {found}: {supported}")]
     UnsupportedVersion {
+        /// The format or structure.
         what: What,
+        /// The version found.
         found: String,
+        /// What this crate reads.
         supported: What,
     },
 
     /// The input ends before a structure does.
     #[error("truncated {what} at offset {offset}: need {needed} bytes, have {available}")]
     Truncated {
+        /// The structure.
         what: What,
+        /// Where it starts.
         offset: u64,
+        /// The bytes it needs.
         needed: u64,
+        /// The bytes there are.
         available: u64,
     },
 
@@ -56,38 +67,70 @@ pub enum Error {
         "{what} out of bounds: offset {offset} + length {len} is past the end of the {file_size}-byte file"
     )]
     OutOfBounds {
+        /// The structure.
         what: What,
+        /// Where the range starts.
         offset: u64,
+        /// Its length.
         len: u64,
+        /// The size of the file (or region) it must lie in.
         file_size: u64,
     },
 
     /// A declared offset plus length does not fit in 64 bits.
     #[error("{what}: offset {offset} + length {len} overflows 64 bits")]
-    Overflow { what: What, offset: u64, len: u64 },
+    Overflow {
+        /// The structure.
+        what: What,
+        /// The offset.
+        offset: u64,
+        /// The length.
+        len: u64,
+    },
 
     /// A structure that must start on an alignment boundary does not.
     #[error("{what} at offset {offset} is not aligned to {align} bytes")]
-    Misaligned { what: What, offset: u64, align: u64 },
+    Misaligned {
+        /// The structure.
+        what: What,
+        /// Where it starts.
+        offset: u64,
+        /// The alignment it needs.
+        align: u64,
+    },
 
     /// A declared count of fixed-size items cannot fit in the bytes present.
     #[error(
         "{what}: {count} items of at least {item_size} bytes cannot fit in the {available} bytes that remain"
     )]
     CountTooLarge {
+        /// The table.
         what: What,
+        /// The count declared.
         count: u64,
+        /// The least bytes one item takes.
         item_size: u64,
+        /// The bytes that remain.
         available: u64,
     },
 
     /// A LEB128 varint runs past 10 bytes or sets bits beyond 64.
     #[error("{what}: varint at offset {offset} overflows 64 bits")]
-    VarintOverflow { what: What, offset: u64 },
+    VarintOverflow {
+        /// The field.
+        what: What,
+        /// Where the varint starts.
+        offset: u64,
+    },
 
     /// The bytes are structurally present but inconsistent.
     #[error("corrupt {what}: {why}")]
-    Corrupt { what: What, why: String },
+    Corrupt {
+        /// The structure.
+        what: What,
+        /// What is inconsistent.
+        why: String,
+    },
 
     /// A stored checksum or digest disagrees with the data.
     #[error(
@@ -96,30 +139,60 @@ pub enum Error {
         Hex(found)
     )]
     ChecksumMismatch {
+        /// What was checked.
         what: What,
+        /// The stored checksum.
         expected: Box<[u8]>,
+        /// The checksum of the data.
         found: Box<[u8]>,
     },
 
     /// An entry name that would write outside the extraction directory.
     #[error("refused to extract {name:?}: {why}")]
-    UnsafePath { name: String, why: &'static str },
+    UnsafePath {
+        /// The name.
+        name: String,
+        /// Why it is refused.
+        why: &'static str,
+    },
 
     /// A path that must be a regular file (read by offset) is something else.
     #[error("{}: {kind}, not a regular file (this needs a file it can read by offset)", path.display())]
-    NotRegularFile { path: PathBuf, kind: &'static str },
+    NotRegularFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is (`a FIFO`, `a directory`, ...).
+        kind: &'static str,
+    },
 
     /// A size or count from the input exceeds a configured limit.
     #[error("{what}: {value} exceeds the limit of {limit}")]
-    LimitExceeded { what: What, value: u64, limit: u64 },
+    LimitExceeded {
+        /// What is too large.
+        what: What,
+        /// Its size or count.
+        value: u64,
+        /// The limit.
+        limit: u64,
+    },
 
     /// An I/O operation on a named file failed.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file (or URL, or stream name).
+        path: PathBuf,
+        /// What failed.
+        source: io::Error,
+    },
 
     /// Another error, located inside a larger unit (a shard, a member, a key).
     #[error("{context}: {source}")]
-    Context { context: What, source: Box<Error> },
+    Context {
+        /// The unit.
+        context: What,
+        /// The error inside it.
+        source: Box<Error>,
+    },
 }
 
 impl Error {

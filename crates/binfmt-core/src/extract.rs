@@ -4,8 +4,10 @@
 //! archive path or a key could name `../../etc/passwd`. [`safe_target`] is
 //! the one gate every extractor goes through.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::error::{Error, IoResultExt, Result};
 
@@ -15,27 +17,76 @@ use crate::error::{Error, IoResultExt, Result};
 ///
 /// The returned path's parent exists and is a real directory inside `dir`;
 /// the file itself is the caller's to create (atomically, so that a symlink
-/// already at its place is replaced, never followed).
-pub fn safe_target(dir: &Path, name: &str) -> Result<PathBuf> {
-    let refuse = |why| Error::UnsafePath {
-        name: name.to_owned(),
-        why,
-    };
-    check_relative_name(name).map_err(refuse)?;
-    let mut current = dir.to_path_buf();
-    let parts: Vec<&str> = name.split('/').collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        current.push(part);
-        match fs::symlink_metadata(&current) {
-            Ok(metadata) if metadata.file_type().is_symlink() => {
-                return Err(refuse("a directory on the way is a symlink"));
-            }
-            Ok(metadata) if metadata.is_dir() => {}
-            Ok(_) => return Err(refuse("a directory on the way is a file")),
-            Err(_) => fs::create_dir(&current).with_path(&current)?,
+/// already at its place is replaced, never followed). An extraction of many
+/// entries uses one [`Targets`], which checks each directory once.
+pub fn safe_target(dir: impl AsRef<Path>, name: &str) -> Result<PathBuf> {
+    Targets::new(dir).target(name)
+}
+
+/// The extraction gate for one directory, remembering the directories it
+/// has checked or created so each is checked once, not once per entry
+/// under it. Shared by threads extracting side by side.
+#[derive(Debug)]
+pub struct Targets {
+    dir: PathBuf,
+    known: Mutex<HashSet<String>>,
+}
+
+impl Targets {
+    /// The gate for entries extracted under `dir`.
+    pub fn new(dir: impl AsRef<Path>) -> Self {
+        Self {
+            dir: dir.as_ref().to_owned(),
+            known: Mutex::new(HashSet::new()),
         }
     }
-    Ok(dir.join(name))
+
+    /// Where entry `name` goes: see [`safe_target`].
+    pub fn target(&self, name: &str) -> Result<PathBuf> {
+        let refuse = |why| Error::UnsafePath {
+            name: name.to_owned(),
+            why,
+        };
+        check_relative_name(name).map_err(refuse)?;
+        let ends = name.match_indices('/').map(|(at, _)| at);
+        for end in ends {
+            let parent = name.get(..end).unwrap_or_default();
+            if self.is_known(parent) {
+                continue;
+            }
+            let current = self.dir.join(parent);
+            match fs::symlink_metadata(&current) {
+                Ok(metadata) if metadata.file_type().is_symlink() => {
+                    return Err(refuse("a directory on the way is a symlink"));
+                }
+                Ok(metadata) if metadata.is_dir() => {}
+                Ok(_) => return Err(refuse("a directory on the way is a file")),
+                Err(_) => match fs::create_dir(&current) {
+                    Ok(()) => {}
+                    // Another thread made it first: it must be a directory.
+                    Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let made = fs::symlink_metadata(&current).with_path(&current)?;
+                        if !made.is_dir() {
+                            return Err(refuse("a directory on the way is not a directory"));
+                        }
+                    }
+                    Err(error) => return Err(Error::io(&current, error)),
+                },
+            }
+            self.known
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(parent.to_owned());
+        }
+        Ok(self.dir.join(name))
+    }
+
+    fn is_known(&self, parent: &str) -> bool {
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(parent)
+    }
 }
 
 /// Checks that `name` is a relative `/`-separated path that stays inside

@@ -21,6 +21,8 @@
 //! - [`error`]: [`Error`], the one error type, whose variants say what is
 //!   wrong and where.
 
+#![deny(missing_docs)]
+
 pub mod atomic;
 pub mod cursor;
 pub mod error;
@@ -31,7 +33,7 @@ pub mod range;
 pub mod source;
 pub mod varint;
 
-pub use atomic::AtomicFile;
+pub use atomic::{AtomicFile, same_file};
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
 pub use source::{ByteSource, FileSource, RangeReader, SeekSource, Source, SourceExt};

@@ -1,32 +1,36 @@
 //! The front door of the binfmt toolkit: recognise a file's format from its
-//! magic bytes ([`sniff`]) and read any supported file as named entries
-//! ([`open`]).
+//! magic bytes ([`sniff()`]), read any supported file as named entries
+//! ([`open`], [`EntrySource`]), extract them ([`extract`]) and convert
+//! between the four formats without losing a name, a byte or a kastore
+//! element type ([`convert()`]).
 //!
-//! ```no_run
-//! let format = binfmt::sniff("data/train.taridx")?;
-//! println!("{format}");
-//! # Ok::<(), binfmt::Error>(())
 //! ```
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("tables.kas");
+//! let mut writer = binfmt_kastore::Writer::new();
+//! writer.insert("edges/left", &[0.0f64, 10.0][..])?;
+//! writer.write_file(&path)?;
+//!
+//! assert_eq!(binfmt::sniff(&path)?, binfmt::Format::Kast);
+//! let source = binfmt::open(&path)?;
+//! let entry = &source.list()?[0];
+//! assert_eq!((entry.name.as_str(), entry.size, entry.kind), ("edges/left", 16, Some("float64")));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![deny(missing_docs)]
 
 pub mod convert;
 pub mod entries;
+mod error;
 pub mod sniff;
 
-pub use binfmt_core::{Error, Result};
-pub use convert::{ConvertOptions, ConvertSummary, convert, convert_with_progress};
-pub use entries::{Entry, EntrySource, extract, extract_with_progress, open};
-pub use sniff::{Format, sniff, sniff_bytes};
-
-use std::path::Path;
-
-/// An error message that names `path` exactly once: `PATH: message`, or the
-/// message as it is when it already starts with the path.
-pub fn about(path: &Path, error: impl std::fmt::Display) -> String {
-    let message = error.to_string();
-    let name = path.display().to_string();
-    if message.starts_with(&name) {
-        message
-    } else {
-        format!("{name}: {message}")
-    }
-}
+pub use convert::{
+    ConvertOptions, ConvertSummary, TYPES_ENTRY, convert, convert_source, convert_with_progress,
+};
+pub use entries::{
+    Entry, EntrySource, ExtractOptions, OpenOptions, Opened, extract, is_remote, open,
+    open_dataset, open_source, open_stream, open_with,
+};
+pub use error::{Error, Result};
+pub use sniff::{Format, sniff, sniff_bytes, sniff_source, sniff_tail_first};

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "binfmt",
     version,
-    after_help = "Examples:\n  binfmt tour fixtures/\n  binfmt list data.arcx\n  binfmt convert data.arcx data.kas --to kast\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4\n  binfmt arcx pack src/ src.arcx && binfmt arcx get src.arcx src/lib.rs"
+    after_help = "Examples:\n  binfmt tour fixtures/\n  binfmt list data.arcx\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt extract tables.trees -o arrays/\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4\n  binfmt arcx pack src/ -o src.arcx && binfmt arcx get src.arcx src/lib.rs"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -70,11 +70,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sniff(args) => cmd::sniff::run(&args),
-        Command::Info(args) => cmd::generic::info(&args),
-        Command::List(args) => cmd::generic::list(&args),
-        Command::Get(args) => cmd::generic::get(&args),
-        Command::Extract(args) => cmd::generic::extract(&args),
-        Command::Verify(args) => cmd::generic::verify(&args),
+        Command::Info(args) => cmd::generic::info(&args, None),
+        Command::List(args) => cmd::generic::list(&args, None),
+        Command::Get(args) => cmd::generic::get(&args, None),
+        Command::Extract(args) => cmd::generic::extract(&args, None),
+        Command::Verify(args) => cmd::generic::verify(&args, None),
         Command::Convert(args) => cmd::generic::convert(&args),
         Command::Completions(args) => completions(args.shell),
         Command::Tour(args) => cmd::tour::run(&args),

@@ -3,7 +3,35 @@
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
 
-pub use binfmt::about;
+/// A message that names `path` exactly once: `PATH: message`, or the
+/// message as it is when it already starts with the path.
+pub fn about(path: &std::path::Path, error: impl std::fmt::Display) -> String {
+    let message = error.to_string();
+    let name = path.display().to_string();
+    if message.starts_with(&name) {
+        message
+    } else {
+        format!("{name}: {message}")
+    }
+}
+
+/// A name as a text listing shows it: control characters (escape, newline,
+/// tab, ...) escaped, so a name cannot forge lines or move the cursor;
+/// everything else, Unicode included, as it is.
+pub fn escape(name: &str) -> std::borrow::Cow<'_, str> {
+    if !name.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut escaped = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if c.is_control() {
+            escaped.extend(c.escape_default());
+        } else {
+            escaped.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(escaped)
+}
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +54,11 @@ impl From<Status> for ExitCode {
 /// A command's failure: one line for stderr.
 pub type CommandResult = Result<Status, String>;
 
+/// A library error as the command's one-line failure.
+pub fn failed(error: binfmt::Error) -> String {
+    error.to_string()
+}
+
 /// Runs `write` against buffered stdout. A closed pipe (`binfmt ... | head`)
 /// is not an error worth reporting: the reader has what it wanted.
 pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), String> {
@@ -35,6 +68,37 @@ pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(error) => Err(format!("writing to stdout: {error}")),
         Ok(()) => Ok(()),
+    }
+}
+
+/// Streams `reader` to stdout in pieces; a read failure (a failed check
+/// at the end of an entry) becomes `read_error`'s message, a closed pipe
+/// ends quietly.
+pub fn stream_to_stdout(
+    reader: &mut dyn io::Read,
+    read_error: impl Fn(io::Error) -> String,
+) -> Result<(), String> {
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut buffer = vec![0u8; 256 << 10];
+    loop {
+        let n = match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(read_error(error)),
+        };
+        match out.write_all(buffer.get(..n).unwrap_or_default()) {
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(error) => return Err(format!("writing to stdout: {error}")),
+            Ok(()) => {}
+        }
+    }
+    match out.flush() {
+        Err(error) if error.kind() != io::ErrorKind::BrokenPipe => {
+            Err(format!("writing to stdout: {error}"))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -73,4 +137,17 @@ pub fn usage_error(message: impl std::fmt::Display) -> ! {
         format!("{message}\n"),
     )
     .exit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(escape("caf\u{e9}/\u{65e5}.txt"), "caf\u{e9}/\u{65e5}.txt");
+        assert_eq!(escape("evil\nline"), "evil\\nline");
+        assert_eq!(escape("\u{1b}[2Jclear"), "\\u{1b}[2Jclear");
+        assert_eq!(escape("tab\there"), "tab\\there");
+    }
 }

@@ -81,6 +81,24 @@ pub fn sniff_source(source: &(impl Source + ?Sized)) -> Result<Format> {
     Ok(sniff_bytes(&head, &tail))
 }
 
+/// Detects the format of a source read by requests, from its end first: an
+/// ARCX footer or a PAR4 header in the last bytes decides without reading
+/// the head (a remote archive costs one request fewer); anything else reads
+/// the head too, as [`sniff_source`] does.
+pub fn sniff_tail_first(source: &(impl Source + ?Sized)) -> Result<Format> {
+    let len = source.len();
+    let tail_len = len.min(TAIL_LEN as u64);
+    let tail = source.bytes_at(len - tail_len, tail_len, "file tail")?;
+    if is_par4_tail(&tail) {
+        return Ok(Format::Par4);
+    }
+    if tail.starts_with(&binfmt_arcx::FOOTER_MAGIC) && tail_len == TAIL_LEN as u64 {
+        return Ok(Format::Arcx);
+    }
+    let head = source.bytes_at(0, len.min(HEAD_LEN as u64), "file head")?;
+    Ok(sniff_bytes(&head, &tail))
+}
+
 /// Detects a format from a file's first bytes (`head`, up to [`HEAD_LEN`])
 /// and last bytes (`tail`, up to [`TAIL_LEN`]). For a file shorter than
 /// either window, pass the whole file as both.

@@ -77,6 +77,7 @@ fn convert_args(tree: &Path, out: &Path, to: &str) -> Vec<std::ffi::OsString> {
     vec![
         "convert".into(),
         source.into(),
+        "-o".into(),
         out.into(),
         "--to".into(),
         to.into(),
@@ -87,7 +88,15 @@ fn writers() -> Vec<Writer> {
     vec![
         Writer {
             what: "arcx pack",
-            args: |tree, out| vec!["arcx".into(), "pack".into(), tree.into(), out.into()],
+            args: |tree, out| {
+                vec![
+                    "arcx".into(),
+                    "pack".into(),
+                    tree.into(),
+                    "-o".into(),
+                    out.into(),
+                ]
+            },
             out: "out.arcx",
         },
         Writer {
@@ -96,6 +105,7 @@ fn writers() -> Vec<Writer> {
                 vec![
                     "kast".into(),
                     "pack".into(),
+                    "-o".into(),
                     out.into(),
                     "--uint8".into(),
                     format!("blob={}", tree.join("part0.bin").display()).into(),
@@ -125,7 +135,7 @@ fn a_failed_or_killed_writer_leaves_the_old_file_or_nothing() {
     // The source of the conversions, written without a limit.
     binfmt_arcx::pack_dir(
         &tree,
-        &dir.path().join("source.arcx"),
+        dir.path().join("source.arcx"),
         binfmt_arcx::PackOptions::default(),
         |_| {},
     )
@@ -201,6 +211,7 @@ fn a_failed_taridx_conversion_leaves_no_part_of_the_fold() {
         &[
             "convert".as_ref(),
             source.as_os_str(),
+            "-o".as_ref(),
             target.join("train.taridx").as_os_str(),
             "--to".as_ref(),
             "taridx".as_ref(),

@@ -155,6 +155,7 @@ fn convert_through_the_command_line() {
         let converted = binfmt(&[
             "convert",
             arg(&input),
+            "-o",
             arg(output),
             "--to",
             to,
@@ -186,13 +187,13 @@ fn convert_through_the_command_line() {
     assert_eq!(info["dialect"], "arcx-cli");
 
     assert_eq!(
-        binfmt(&["convert", arg(&source), "x.tar", "--to", "taridx"])
+        binfmt(&["convert", arg(&source), "-o", "x.tar", "--to", "taridx"])
             .status
             .code(),
         Some(1)
     );
     assert_eq!(
-        binfmt(&["convert", arg(&source), "x", "--to", "zip"])
+        binfmt(&["convert", arg(&source), "-o", "x", "--to", "zip"])
             .status
             .code(),
         Some(2)
@@ -263,7 +264,7 @@ fn extract_writes_every_entry_of_every_format() {
         let file = fixture(file);
         let out = tempfile::tempdir().unwrap();
         let dir = out.path().join("new/dir");
-        let extracted = binfmt(&["extract", arg(&file), arg(&dir)]);
+        let extracted = binfmt(&["extract", arg(&file), "-o", arg(&dir)]);
         assert!(
             extracted.status.success(),
             "{}: {}",
@@ -299,7 +300,7 @@ fn extract_refuses_names_outside_the_directory() {
         .unwrap();
     writer.write_file(&store).unwrap();
     let target = dir.path().join("out");
-    let refused = binfmt(&["extract", arg(&store), arg(&target)]);
+    let refused = binfmt(&["extract", arg(&store), "-o", arg(&target)]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(
         text(&refused.stderr).contains("evil.kas") && text(&refused.stderr).contains("'..'"),
@@ -311,6 +312,7 @@ fn extract_refuses_names_outside_the_directory() {
         binfmt(&[
             "extract",
             arg(&fixture("reference/sample.tar")),
+            "-o",
             arg(&target)
         ])
         .status
@@ -318,4 +320,37 @@ fn extract_refuses_names_outside_the_directory() {
         Some(1)
     );
     assert_eq!(binfmt(&["extract", arg(&store)]).status.code(), Some(2));
+}
+
+/// Every verb of every format answers `--help` with its own description
+/// and examples (once, `arcx info --help` described `list`).
+#[test]
+fn every_verb_of_every_format_describes_itself() {
+    let verbs = [
+        ("info", "Show "),
+        ("list", "List "),
+        ("get", "Write one entry"),
+        ("extract", "Write every entry"),
+        ("verify", "Check everything"),
+    ];
+    for format in ["", "arcx", "kast", "taridx", "par4"] {
+        for (verb, description) in verbs {
+            let mut args: Vec<&str> = format.split_whitespace().collect();
+            args.extend([verb, "--help"]);
+            let help = text(&binfmt(&args).stdout);
+            let first = help.lines().next().unwrap_or_default();
+            let own = match (format, verb) {
+                ("par4", "info") => first.starts_with("Print the chunk tree"),
+                ("kast", "list") => first.starts_with("List the keys"),
+                ("kast", "info") | ("taridx", "info") => first.starts_with("Show"),
+                ("taridx", "get") => first.starts_with("Write one member"),
+                ("arcx" | "taridx" | "par4", "verify") => {
+                    first.starts_with("Check") || first.starts_with("Walk")
+                }
+                _ => first.starts_with(description),
+            };
+            assert!(own, "binfmt {format} {verb} --help: {first:?}");
+            assert!(help.contains("Examples:"), "binfmt {format} {verb} --help");
+        }
+    }
 }

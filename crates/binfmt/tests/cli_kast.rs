@@ -85,7 +85,7 @@ fn ls_forms() {
         serde_json::from_slice(&binfmt(&["kast", "ls", "--json", path]).stdout).unwrap();
     assert_eq!(
         json[0],
-        serde_json::json!({"key": "clé/données", "type": "uint8", "length": 3000, "bytes": 3000})
+        serde_json::json!({"name": "clé/données", "size": 3000, "kind": "uint8", "length": 3000})
     );
     assert_eq!(json.as_array().unwrap().len(), 12);
 }
@@ -163,11 +163,12 @@ fn info_text_and_json() {
         serde_json::from_slice(&binfmt(&["kast", "info", "--json", path.to_str().unwrap()]).stdout)
             .unwrap();
     assert_eq!(json["version"], "1.0");
-    assert_eq!(json["items"], 12);
+    assert_eq!(json["entries"], 12);
+    assert_eq!(json["format"], "kast");
     assert_eq!(json["file_size"], size);
     let info = text(&binfmt(&["kast", "info", path.to_str().unwrap()]).stdout);
     assert!(
-        info.contains("items: 12\n") && info.contains(&format!("file size: {size} bytes\n")),
+        info.contains("entries: 12\n") && info.contains(&format!("file size: {size} bytes\n")),
         "{info}"
     );
 }
@@ -182,6 +183,7 @@ fn pack_stores_files_as_uint8_arrays() {
         &[
             "kast",
             "pack",
+            "-o",
             out.to_str().unwrap(),
             "--uint8",
             &format!("file={}", input.display()),
@@ -193,8 +195,8 @@ fn pack_stores_files_as_uint8_arrays() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let store = Store::open(&out).unwrap();
     assert_eq!(store.get("file").unwrap().item_type(), ItemType::Uint8);
-    assert_eq!(store.get("file").unwrap().le_bytes(), b"\x00\x01binary\xff");
-    assert_eq!(store.get("stdin").unwrap().le_bytes(), b"from stdin");
+    assert_eq!(&*store.array::<u8>("file").unwrap(), b"\x00\x01binary\xff");
+    assert_eq!(&*store.array::<u8>("stdin").unwrap(), b"from stdin");
 }
 
 #[test]
@@ -235,6 +237,7 @@ fn errors_and_exit_codes() {
         &[
             "kast",
             "pack",
+            "-o",
             dir.path().join("d.kas").to_str().unwrap(),
             "--uint8",
             "k=-",
@@ -247,19 +250,165 @@ fn errors_and_exit_codes() {
     assert!(!dir.path().join("d.kas").exists());
 
     assert_eq!(
-        binfmt(&["kast", "pack", "out.kas", "--uint8", "no-equals-sign"])
+        binfmt(&["kast", "pack", "-o", "out.kas", "--uint8", "no-equals-sign"])
             .status
             .code(),
         Some(2)
     );
-    assert_eq!(binfmt(&["kast", "pack", "out.kas"]).status.code(), Some(2));
+    assert_eq!(
+        binfmt(&["kast", "pack", "-o", "out.kas"]).status.code(),
+        Some(2)
+    );
     assert_eq!(binfmt(&["kast", "dump", path]).status.code(), Some(2));
 }
 
 #[test]
 fn every_subcommand_has_examples() {
-    for command in ["ls", "dump", "info", "pack"] {
+    for command in [
+        "ls", "list", "get", "dump", "info", "extract", "verify", "pack",
+    ] {
         let output = binfmt(&["kast", command, "--help"]);
         assert!(text(&output.stdout).contains("Examples:"), "{command}");
     }
+}
+
+/// A minimal one-dimensional .npy file, as numpy's `save` writes it.
+fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(data);
+    bytes
+}
+
+#[test]
+fn pack_takes_every_element_type_and_npy_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("flags.i32");
+    std::fs::write(&raw, [(-5i32).to_le_bytes(), 9i32.to_le_bytes()].concat()).unwrap();
+    let times = dir.path().join("time.npy");
+    let values: Vec<u8> = [0.5f64, 2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&times, npy("<f8", "(2,)", &values)).unwrap();
+    let out = dir.path().join("typed.kas");
+    let arg = |key: &str, path: &std::path::Path| format!("{key}={}", path.display());
+    let output = binfmt(&[
+        "kast",
+        "pack",
+        "-o",
+        out.to_str().unwrap(),
+        "--int32",
+        &arg("nodes/flags", &raw),
+        "--npy",
+        &arg("nodes/time", &times),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let store = Store::open(&out).unwrap();
+    assert_eq!(&*store.array::<i32>("nodes/flags").unwrap(), &[-5, 9]);
+    assert_eq!(&*store.array::<f64>("nodes/time").unwrap(), &[0.5, 2.0]);
+
+    // Ragged raw bytes and a 2-D array are refused, naming what is wrong.
+    let ragged = dir.path().join("ragged.bin");
+    std::fs::write(&ragged, [0u8; 7]).unwrap();
+    let output = binfmt(&[
+        "kast",
+        "pack",
+        "-o",
+        out.to_str().unwrap(),
+        "--float64",
+        &arg("x", &ragged),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("not a whole number of float64"),
+        "{}",
+        text(&output.stderr)
+    );
+    let matrix = dir.path().join("matrix.npy");
+    std::fs::write(&matrix, npy("<i4", "(2, 2)", &[0; 16])).unwrap();
+    let output = binfmt(&[
+        "kast",
+        "pack",
+        "-o",
+        out.to_str().unwrap(),
+        "--npy",
+        &arg("m", &matrix),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let message = text(&output.stderr);
+    assert!(
+        message.contains("matrix.npy") && message.contains("one-dimensional"),
+        "{message}"
+    );
+    // The earlier store is untouched.
+    assert_eq!(Store::open(&out).unwrap().len(), 2);
+}
+
+#[test]
+fn pack_appends_to_and_updates_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("store.kas");
+    let a = dir.path().join("a.bin");
+    std::fs::write(&a, [1u8, 2, 3]).unwrap();
+    let b = dir.path().join("b.u16");
+    std::fs::write(&b, 7u16.to_le_bytes()).unwrap();
+    let path = out.to_str().unwrap();
+    let arg = |key: &str, file: &std::path::Path| format!("{key}={}", file.display());
+    assert!(
+        binfmt(&["kast", "pack", "-o", path, "--uint8", &arg("a", &a)])
+            .status
+            .success()
+    );
+    assert!(
+        binfmt(&[
+            "kast",
+            "pack",
+            "-o",
+            path,
+            "--append",
+            "--uint16",
+            &arg("b", &b)
+        ])
+        .status
+        .success()
+    );
+    let store = Store::open(&out).unwrap();
+    assert_eq!(store.len(), 2);
+    assert_eq!(&*store.array::<u16>("b").unwrap(), &[7]);
+    drop(store);
+    // An existing key needs --replace.
+    let again = binfmt(&[
+        "kast",
+        "pack",
+        "-o",
+        path,
+        "--append",
+        "--uint16",
+        &arg("a", &b),
+    ]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("given twice"),
+        "{}",
+        text(&again.stderr)
+    );
+    let replaced = binfmt(&[
+        "kast",
+        "pack",
+        "-o",
+        path,
+        "--append",
+        "--replace",
+        "--uint16",
+        &arg("a", &b),
+    ]);
+    assert!(replaced.status.success(), "{}", text(&replaced.stderr));
+    assert_eq!(
+        &*Store::open(&out).unwrap().array::<u16>("a").unwrap(),
+        &[7]
+    );
 }

@@ -60,7 +60,7 @@ fn index_explicit_shards_in_the_given_order() {
     let output = binfmt(&[
         "taridx",
         "index",
-        "--out",
+        "-o",
         arg(&out),
         arg(&second),
         arg(&first),
@@ -92,7 +92,8 @@ fn info_text_and_json() {
             .unwrap();
     assert_eq!(json["version"], "1.0");
     assert_eq!(json["stems"], 8);
-    assert_eq!(json["crash_stems"], serde_json::json!([]));
+    assert_eq!(json["crash_stems"], 0);
+    assert_eq!(json["keys"], "glzn");
     let mixed: serde_json::Value = serde_json::from_slice(
         &binfmt(&[
             "taridx",
@@ -147,7 +148,11 @@ fn errors_and_exit_codes() {
 
     let ambiguous = binfmt(&["taridx", "get", arg(&golden), "000001"]);
     assert_eq!(ambiguous.status.code(), Some(2));
-    assert!(text(&ambiguous.stderr).contains("jpg, json, cls"));
+    assert!(
+        text(&ambiguous.stderr).contains("\"s/000001.jpg\", \"s/000001.json\", \"s/000001.cls\""),
+        "{}",
+        text(&ambiguous.stderr)
+    );
 
     let dir = golden_fold();
     let shard = dir.path().join("golden_0002.tar");
@@ -170,7 +175,7 @@ fn errors_and_exit_codes() {
     let bad = binfmt(&["taridx", "info", arg(&bad_index)]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(
-        text(&bad.stderr).contains("bad.taridx: truncated header"),
+        text(&bad.stderr).contains("bad.taridx: truncated taridx header"),
         "{}",
         text(&bad.stderr)
     );
@@ -191,10 +196,199 @@ fn errors_and_exit_codes() {
 
 #[test]
 fn every_subcommand_has_examples() {
-    for command in ["index", "info", "get"] {
+    for command in ["index", "info", "get", "status", "pack", "export", "import"] {
         assert!(
             text(&binfmt(&["taridx", command, "--help"]).stdout).contains("Examples:"),
             "{command}"
         );
     }
+}
+
+use binfmt_tests::build::taridx as builder;
+
+#[test]
+fn index_refuses_to_write_over_a_shard() {
+    let dir = golden_fold();
+    let shard = dir.path().join("golden_0000.tar");
+    let before = std::fs::read(&shard).unwrap();
+    let output = binfmt(&["taridx", "index", arg(&shard), "-o", arg(&shard)]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("refusing to write")
+            && text(&output.stderr).contains("over the input"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(std::fs::read(&shard).unwrap() == before);
+}
+
+/// A fold whose members `cat/1.jpg` and `dog/1.jpg` share glzn's key `1`
+/// and an extension, and a member whose WebDataset key climbs out.
+fn shared_stem_fold(dir: &std::path::Path, keys: &str) -> std::path::PathBuf {
+    let mut tar = builder::Tar::new();
+    tar.file("cat/1.jpg", b"CAT");
+    tar.file("dog/1.jpg", b"DOG");
+    tar.file("cat/1.cls", b"7");
+    tar.file("../../evil.jpg", b"EVIL");
+    std::fs::write(dir.join("f_0000.tar"), tar.finish()).unwrap();
+    let output = binfmt(&["taridx", "index", arg(dir), "--fold", "f", "--keys", keys]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    dir.join("f.taridx")
+}
+
+#[test]
+fn get_never_loses_or_hides_a_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = shared_stem_fold(dir.path(), "glzn");
+    let out = dir.path().join("out");
+    // Two members would land on out/1.jpg: refused, both named, nothing written.
+    let both = binfmt(&["taridx", "get", arg(&index), "1", "-o", arg(&out)]);
+    assert_eq!(both.status.code(), Some(1), "{}", text(&both.stderr));
+    let message = text(&both.stderr);
+    assert!(
+        message.contains("\"cat/1.jpg\"") && message.contains("\"dog/1.jpg\""),
+        "{message}"
+    );
+    assert!(!out.exists());
+    // --ext never answers "choose one with --ext".
+    let ext = binfmt(&["taridx", "get", arg(&index), "1", "--ext", "jpg"]);
+    assert_eq!(ext.status.code(), Some(1));
+    let message = text(&ext.stderr);
+    assert!(
+        message.contains("\"cat/1.jpg\"")
+            && message.contains("\"dog/1.jpg\"")
+            && !message.contains("with --ext"),
+        "{message}"
+    );
+    // By full name, each is found; --ext X -o FILE writes a file.
+    let dog = binfmt(&["taridx", "get", arg(&index), "dog/1.jpg"]);
+    assert!(dog.status.success(), "{}", text(&dog.stderr));
+    assert_eq!(dog.stdout, b"DOG");
+    let file = dir.path().join("label");
+    let cls = binfmt(&[
+        "taridx",
+        "get",
+        arg(&index),
+        "1",
+        "--ext",
+        "cls",
+        "-o",
+        arg(&file),
+    ]);
+    assert!(cls.status.success(), "{}", text(&cls.stderr));
+    assert_eq!(std::fs::read(&file).unwrap(), b"7");
+}
+
+#[test]
+fn get_writes_through_the_extraction_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = shared_stem_fold(dir.path(), "webdataset");
+    let out = dir.path().join("deep/out");
+    // The WebDataset key "../../evil" would write out/../../evil.jpg.
+    // One member: -o names the file itself, so nothing climbs out.
+    std::fs::create_dir_all(dir.path().join("deep")).unwrap();
+    let evil = binfmt(&["taridx", "get", arg(&index), "../../evil", "-o", arg(&out)]);
+    assert!(evil.status.success(), "{}", text(&evil.stderr));
+    assert_eq!(std::fs::read(&out).unwrap(), b"EVIL");
+    assert!(!dir.path().join("evil.jpg").exists());
+    std::fs::remove_file(&out).unwrap();
+    // Keys of several members go through safe_target.
+    let mut tar = builder::Tar::new();
+    tar.file("../up.jpg", b"1");
+    tar.file("../up.cls", b"2");
+    std::fs::write(dir.path().join("g_0000.tar"), tar.finish()).unwrap();
+    assert!(
+        binfmt(&[
+            "taridx",
+            "index",
+            arg(dir.path()),
+            "--fold",
+            "g",
+            "--keys",
+            "webdataset"
+        ])
+        .status
+        .success()
+    );
+    let sample = binfmt(&[
+        "taridx",
+        "get",
+        arg(&dir.path().join("g.taridx")),
+        "../up",
+        "-o",
+        arg(&out),
+    ]);
+    assert_eq!(sample.status.code(), Some(1));
+    assert!(
+        text(&sample.stderr).contains("'..' component"),
+        "{}",
+        text(&sample.stderr)
+    );
+    assert!(!dir.path().join("deep/up.jpg").exists());
+}
+
+#[test]
+fn compressed_shards_are_named_for_what_they_are() {
+    let dir = golden_fold();
+    let shard = dir.path().join("golden_0001.tar");
+    let status = std::process::Command::new("gzip")
+        .arg("-k")
+        .arg(&shard)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let gz = dir.path().join("golden_0001.tar.gz");
+    let output = binfmt(&[
+        "taridx",
+        "index",
+        arg(&gz),
+        "-o",
+        arg(&dir.path().join("x.taridx")),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        format!(
+            "binfmt: {} is gzip-compressed; TARIDX needs uncompressed tar (decompress it first)\n",
+            gz.display()
+        )
+    );
+}
+
+/// A fold of 10,000 one-member shards lists, gets and extracts with at most
+/// 256 open files.
+#[test]
+fn ten_thousand_shards_under_ulimit_256() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = binfmt_taridx::SampleWriter::create(
+        dir.path(),
+        "many",
+        binfmt_taridx::SampleWriterOptions::new().max_samples(1),
+    )
+    .unwrap();
+    for i in 0..10_000 {
+        writer
+            .write(&format!("{i:05}"), &[("txt", format!("{i}").as_bytes())])
+            .unwrap();
+    }
+    let fold = writer.finish().unwrap();
+    assert_eq!(fold.shards.len(), 10_000);
+    let index = arg(&fold.index).to_owned();
+    let limited = |args: &[&str]| {
+        let mut all = vec!["--nofile=256", env!("CARGO_BIN_EXE_binfmt")];
+        all.extend_from_slice(args);
+        cli::run("prlimit", &all)
+    };
+    let list = limited(&["list", &index]);
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    assert_eq!(text(&list.stdout).lines().count(), 10_000);
+    let get = limited(&["taridx", "get", &index, "09999"]);
+    assert!(get.status.success(), "{}", text(&get.stderr));
+    assert_eq!(get.stdout, b"9999");
+    let out = dir.path().join("extracted");
+    let extract = limited(&["extract", &index, "-o", arg(&out)]);
+    assert!(extract.status.success(), "{}", text(&extract.stderr));
+    assert_eq!(std::fs::read(out.join("04321.txt")).unwrap(), b"4321");
+    let verify = limited(&["verify", &index]);
+    assert!(verify.status.success(), "{}", text(&verify.stderr));
 }

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use binfmt::{ConvertOptions, Format, convert, open};
+use binfmt::{ConvertOptions, ExtractOptions, Format, convert, open};
 use binfmt_tests::{pseudo_random_bytes, write_tree};
 
 const FORMATS: [Format; 4] = [Format::Arcx, Format::Kast, Format::Par4, Format::Taridx];
@@ -96,10 +96,7 @@ fn every_ordered_pair_round_trips_every_entry() {
             let step = dir.path().join(format!("{}_to_{}", from.name(), to.name()));
             std::fs::create_dir(&step).unwrap();
             let there = target(&step, "there", to);
-            let options = ConvertOptions {
-                shard_size: 1 << 20,
-                ..ConvertOptions::default()
-            };
+            let options = ConvertOptions::default().shard_size(1 << 20);
             convert(&sources[from.name()], &there, to, &options).unwrap();
             assert_eq!(entries_of(&there), expected, "{from} -> {to}");
             let back_dir = step.join("back");
@@ -130,10 +127,7 @@ fn taridx_targets_split_shards_and_open_by_the_fold_convention() {
         &origin,
         &index,
         Format::Taridx,
-        &ConvertOptions {
-            shard_size: 1 << 20,
-            ..ConvertOptions::default()
-        },
+        &ConvertOptions::default().shard_size(1 << 20),
     )
     .unwrap();
     // 50 members of ~100 KB in 1 MiB shards: several shards, each within the limit.
@@ -149,7 +143,7 @@ fn taridx_targets_split_shards_and_open_by_the_fold_convention() {
 
     // Converting again into the same place would mix two folds: refused.
     let again = convert(&origin, &index, Format::Taridx, &ConvertOptions::default());
-    assert!(again.unwrap_err().contains("already exist"));
+    assert!(again.unwrap_err().to_string().contains("already exist"));
 }
 
 #[test]
@@ -167,13 +161,15 @@ fn names_a_target_cannot_hold_are_reported() {
     binfmt_arcx::pack_dir(&tree, &origin, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
     let error = convert(
         &origin,
-        &dir.path().join("t.taridx"),
+        dir.path().join("t.taridx"),
         Format::Taridx,
         &ConvertOptions::default(),
     )
     .unwrap_err();
     assert!(
-        error.contains("b/x.jpg") && error.contains("same stem"),
+        error.to_string().contains("b/x.jpg")
+            && error.to_string().contains("same key")
+            && error.to_string().contains("webdataset"),
         "{error}"
     );
     assert!(!dir.path().join("t.taridx").exists());
@@ -181,12 +177,12 @@ fn names_a_target_cannot_hold_are_reported() {
     // A TARIDX target is named by its fold.
     let error = convert(
         &origin,
-        &dir.path().join("t.tar"),
+        dir.path().join("t.tar"),
         Format::Taridx,
         &ConvertOptions::default(),
     )
     .unwrap_err();
-    assert!(error.contains("FOLD.taridx"), "{error}");
+    assert!(error.to_string().contains("FOLD.taridx"), "{error}");
 }
 
 #[test]
@@ -197,10 +193,7 @@ fn a_failed_taridx_conversion_leaves_no_shards() {
     let archive = dir.path().join("two.arcx");
     let mut packer = binfmt_arcx::Packer::create(
         &archive,
-        binfmt_arcx::PackOptions {
-            block_size: 4096,
-            ..binfmt_arcx::PackOptions::default()
-        },
+        binfmt_arcx::PackOptions::default().block_size(4096),
     )
     .unwrap();
     for (seed, name) in [(1, "a.bin"), (2, "b.bin"), (3, "c.bin")] {
@@ -208,11 +201,11 @@ fn a_failed_taridx_conversion_leaves_no_shards() {
             .add(name, &mut pseudo_random_bytes(seed, 8192).as_slice())
             .unwrap();
     }
-    packer.finish().unwrap();
+    packer.commit().unwrap();
     let last_block = binfmt_arcx::Archive::open(&archive)
         .unwrap()
         .manifest()
-        .blocks
+        .blocks()
         .last()
         .unwrap()
         .offset;
@@ -224,15 +217,14 @@ fn a_failed_taridx_conversion_leaves_no_shards() {
     std::fs::create_dir(&target).unwrap();
     let failed = convert(
         &archive,
-        &target.join("fold.taridx"),
+        target.join("fold.taridx"),
         Format::Taridx,
-        &ConvertOptions {
-            shard_size: 1,
-            ..ConvertOptions::default()
-        },
+        &ConvertOptions::default().shard_size(1),
     );
     assert!(
-        failed.as_ref().is_err_and(|e| e.contains("block 2")),
+        failed
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("block 2")),
         "{failed:?}"
     );
     assert_eq!(
@@ -266,23 +258,34 @@ fn names_that_are_not_utf8_are_refused_not_replaced() {
         let output = target(dir.path(), "out", to);
         let error = convert(&store, &output, to, &ConvertOptions::default()).unwrap_err();
         assert!(
-            error.contains("latin1.kas") && error.contains("not UTF-8"),
+            error.to_string().contains("latin1.kas") && error.to_string().contains("not UTF-8"),
             "{to}: {error}"
         );
         assert!(!output.exists(), "{to}");
     }
-    let error = binfmt::extract(open(&store).unwrap().as_ref(), &dir.path().join("x")).unwrap_err();
-    assert!(error.contains("not UTF-8"), "{error}");
+    let error = binfmt::extract(
+        open(&store).unwrap().as_ref(),
+        dir.path().join("x"),
+        &ExtractOptions::default(),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("not UTF-8"), "{error}");
 }
 
 #[test]
 fn repeated_names_are_refused_by_convert_and_extract() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("twice_0000.tar");
-    let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
-    tar.append("a.txt", b"first").unwrap();
-    tar.append("a.txt", b"second").unwrap();
-    std::fs::write(&shard, tar.finish().unwrap()).unwrap();
+    // TarWriter refuses a repeated name: join two archives instead, as
+    // `tar -A` would.
+    let archive = |data: &[u8]| {
+        let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
+        tar.append_bytes("a.txt", data).unwrap();
+        tar.finish().unwrap()
+    };
+    let first = archive(b"first");
+    let joined = [&first[..first.len() - 1024], &archive(b"second")].concat();
+    std::fs::write(&shard, joined).unwrap();
     let index = dir.path().join("twice.taridx");
     binfmt_taridx::index_shards(&[shard], binfmt_taridx::IndexOptions::default(), || {})
         .unwrap()
@@ -296,13 +299,15 @@ fn repeated_names_are_refused_by_convert_and_extract() {
         let output = target(&dir.path().join("out"), "t", to);
         let error = convert(&index, &output, to, &ConvertOptions::default()).unwrap_err();
         assert!(
-            error.contains("twice.taridx") && error.contains("appears twice"),
+            error.to_string().contains("twice.taridx")
+                && error.to_string().contains("appears twice"),
             "{to}: {error}"
         );
     }
     let extracted = dir.path().join("x");
-    let error = binfmt::extract(source.as_ref(), &extracted).unwrap_err();
-    assert!(error.contains("appears twice"), "{error}");
+    let error =
+        binfmt::extract(source.as_ref(), &extracted, &ExtractOptions::default()).unwrap_err();
+    assert!(error.to_string().contains("appears twice"), "{error}");
     assert!(!extracted.join("a.txt").exists());
 }
 
@@ -313,7 +318,7 @@ fn progress_counts_every_entry() {
     let seen = std::cell::RefCell::new(Vec::new());
     binfmt::convert_with_progress(
         &source,
-        &dir.path().join("out.kas"),
+        dir.path().join("out.kas"),
         Format::Kast,
         &ConvertOptions::default(),
         &|done, all| seen.borrow_mut().push((done, all)),
@@ -321,10 +326,169 @@ fn progress_counts_every_entry() {
     .unwrap();
     assert_eq!(seen.take(), [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
 
+    // Extraction runs on several threads: every count is reported once.
     let source = open(&source).unwrap();
-    binfmt::extract_with_progress(source.as_ref(), &dir.path().join("x"), &|done, all| {
-        seen.borrow_mut().push((done, all));
-    })
+    let reported = std::sync::Mutex::new(Vec::new());
+    let progress = |done, all| reported.lock().unwrap().push((done, all));
+    binfmt::extract(
+        source.as_ref(),
+        dir.path().join("x"),
+        &ExtractOptions::default().progress(&progress),
+    )
     .unwrap();
-    assert_eq!(seen.take(), [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
+    let mut reported = reported.into_inner().unwrap();
+    reported.sort_unstable();
+    assert_eq!(reported, [(1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]);
+}
+
+/// tskit's tables share stems (`nodes/metadata`, `individuals/metadata`):
+/// glzn's keys refuse them and say to key by the whole path, which works.
+#[test]
+fn tskit_style_keys_need_the_webdataset_key_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("tables.kas");
+    let mut writer = binfmt_kastore::Writer::new();
+    for key in ["nodes/metadata", "individuals/metadata", "nodes/time"] {
+        writer
+            .insert_raw(key, binfmt_kastore::ItemType::Uint8, key.as_bytes())
+            .unwrap();
+    }
+    writer.write_file(&store).unwrap();
+    let glzn = dir.path().join("glzn/t.taridx");
+    let error = convert(&store, &glzn, Format::Taridx, &ConvertOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("\"individuals/metadata\"")
+            && error.contains("\"nodes/metadata\"")
+            && error.contains("--taridx-keys webdataset"),
+        "{error}"
+    );
+    let wds = dir.path().join("wds/t.taridx");
+    let options = ConvertOptions::default().taridx_keys(binfmt_taridx::KeyRule::WebDataset);
+    convert(&store, &wds, Format::Taridx, &options).unwrap();
+    let back = open(&wds).unwrap();
+    assert_eq!(
+        back.read("individuals/metadata").unwrap(),
+        b"individuals/metadata"
+    );
+    assert_eq!(back.list().unwrap().len(), 3);
+}
+
+/// A kastore of every element type, its extremes included.
+fn typed_store(path: &Path) -> Vec<u8> {
+    let mut writer = binfmt_kastore::Writer::new();
+    writer
+        .insert("int8", vec![i8::MIN, -1, 0, i8::MAX])
+        .unwrap();
+    writer.insert("uint8", vec![0u8, 255]).unwrap();
+    writer.insert("int16", vec![i16::MIN, i16::MAX]).unwrap();
+    writer.insert("uint16", vec![u16::MAX]).unwrap();
+    writer
+        .insert("nodes/flags", vec![1i32, -7, i32::MAX])
+        .unwrap();
+    writer.insert("uint32", vec![u32::MAX, 0]).unwrap();
+    writer.insert("int64", vec![i64::MIN]).unwrap();
+    writer.insert("uint64", Vec::<u64>::new()).unwrap();
+    writer.insert("float32", vec![0.1f32, f32::NAN]).unwrap();
+    writer
+        .insert("nodes/time", vec![0.0f64, 1.5, -2.25e300])
+        .unwrap();
+    writer.write_file(path).unwrap();
+    std::fs::read(path).unwrap()
+}
+
+/// KAST -> any format -> KAST gives the original file byte for byte: the
+/// element types travel in the types record, which each format's own
+/// readers see as one more entry.
+#[test]
+fn kastore_types_survive_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("tables.kas");
+    let original = typed_store(&store);
+    for via in [Format::Arcx, Format::Par4, Format::Taridx, Format::Kast] {
+        let step = dir.path().join(via.name());
+        std::fs::create_dir(&step).unwrap();
+        let there = target(&step, "there", via);
+        let summary = convert(&store, &there, via, &ConvertOptions::default()).unwrap();
+        let listed = entries_of(&there);
+        if via == Format::Kast {
+            assert_eq!(std::fs::read(&there).unwrap(), original, "a typed copy");
+            assert_eq!(summary.entries, 10);
+            continue;
+        }
+        assert_eq!(summary.entries, 11, "{via}: ten arrays and the record");
+        let record: serde_json::Value =
+            serde_json::from_slice(&listed[binfmt::TYPES_ENTRY]).unwrap();
+        assert_eq!(record["items"]["nodes/time"], "float64", "{via}");
+        assert!(
+            record["items"].get("uint8").is_none(),
+            "{via}: uint8 is the default"
+        );
+        let back = step.join("back.kas");
+        let summary = convert(&there, &back, Format::Kast, &ConvertOptions::default()).unwrap();
+        assert_eq!(summary.entries, 10, "{via}: the record is not an array");
+        assert_eq!(std::fs::read(&back).unwrap(), original, "{via}");
+    }
+}
+
+#[test]
+fn plain_files_become_uint8_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    write_tree(
+        &tree,
+        [
+            ("weights.float64".to_owned(), vec![0u8; 16]),
+            ("notes.txt".to_owned(), b"hello".to_vec()),
+        ],
+    );
+    let archive = dir.path().join("plain.arcx");
+    binfmt_arcx::pack_dir(&tree, &archive, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
+    let out = dir.path().join("plain.kas");
+    convert(&archive, &out, Format::Kast, &ConvertOptions::default()).unwrap();
+    let store = binfmt_kastore::Store::open(&out).unwrap();
+    assert!(
+        store
+            .items()
+            .all(|item| item.item_type() == binfmt_kastore::ItemType::Uint8)
+    );
+    assert_eq!(&*store.array::<u8>("notes.txt").unwrap(), b"hello");
+}
+
+/// A file that happens to be called like the types record but is not one
+/// stays an ordinary entry; a record that lies about a size is refused.
+#[test]
+fn only_a_real_types_record_is_read_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    write_tree(
+        &tree,
+        [
+            (binfmt::TYPES_ENTRY.to_owned(), b"{\"items\": {}}".to_vec()),
+            ("x".to_owned(), vec![1, 2, 3]),
+        ],
+    );
+    let archive = dir.path().join("a.arcx");
+    binfmt_arcx::pack_dir(&tree, &archive, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
+    let out = dir.path().join("a.kas");
+    convert(&archive, &out, Format::Kast, &ConvertOptions::default()).unwrap();
+    assert_eq!(binfmt_kastore::Store::open(&out).unwrap().len(), 2);
+
+    let lying = r#"{"format": "binfmt kastore types", "version": 1, "items": {"x": "float64"}}"#
+        .to_string();
+    write_tree(
+        &tree,
+        [(binfmt::TYPES_ENTRY.to_owned(), lying.into_bytes())],
+    );
+    let archive = dir.path().join("b.arcx");
+    binfmt_arcx::pack_dir(&tree, &archive, binfmt_arcx::PackOptions::default(), |_| {}).unwrap();
+    let error = convert(
+        &archive,
+        dir.path().join("b.kas"),
+        Format::Kast,
+        &ConvertOptions::default(),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("float64"), "{error}");
 }

@@ -44,11 +44,17 @@ pub const VERSION_MINOR: u16 = 0;
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct Header {
+    /// [`SIGNATURE`].
     pub signature: [u8; 8],
+    /// 1.
     pub version_major: U16,
+    /// 0.
     pub version_minor: U16,
+    /// The number of items.
     pub num_items: U32,
+    /// The size of the whole store in bytes.
     pub file_size: U64,
+    /// Zero.
     pub reserved: [u8; 40],
 }
 fixed_layout!(Header, HEADER_SIZE, "kastore header");
@@ -57,12 +63,19 @@ fixed_layout!(Header, HEADER_SIZE, "kastore header");
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct ItemDescriptor {
+    /// The element type's id (0..=9).
     pub item_type: u8,
+    /// Zero.
     pub reserved: [u8; 7],
+    /// Where the key starts.
     pub key_start: U64,
+    /// The key's length in bytes.
     pub key_len: U64,
+    /// Where the array starts (a multiple of 8).
     pub array_start: U64,
+    /// The array's length in elements.
     pub array_len: U64,
+    /// Zero.
     pub reserved_tail: [u8; 24],
 }
 fixed_layout!(ItemDescriptor, DESCRIPTOR_SIZE, "kastore item descriptor");
@@ -70,16 +83,27 @@ fixed_layout!(ItemDescriptor, DESCRIPTOR_SIZE, "kastore item descriptor");
 /// The element type of an array: the type ids of the kastore library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum ItemType {
+    /// `int8`, id 0.
     Int8 = 0,
+    /// `uint8`, id 1.
     Uint8 = 1,
+    /// `int16`, id 2.
     Int16 = 2,
+    /// `uint16`, id 3.
     Uint16 = 3,
+    /// `int32`, id 4.
     Int32 = 4,
+    /// `uint32`, id 5.
     Uint32 = 5,
+    /// `int64`, id 6.
     Int64 = 6,
+    /// `uint64`, id 7.
     Uint64 = 7,
+    /// `float32`, id 8.
     Float32 = 8,
+    /// `float64`, id 9.
     Float64 = 9,
 }
 

@@ -10,8 +10,12 @@
 //! └────────────────┴──────────────────┴────────────────┴─────────────────────┘
 //! ```
 //!
-//! The byte-level layout is in [`format`]; `spec/kastore.md` states every
-//! check the reader makes.
+//! The byte-level layout is in [`format`](mod@format); `spec/kastore.md` states every
+//! check the reader makes. [`Store`] reads through any
+//! [`binfmt_core::Source`] (a map by default: arrays are borrowed in place);
+//! [`Store::read_one`] reads stores one after another from a stream;
+//! [`Writer`] writes the same bytes as `kastore.dump`, and appends to or
+//! updates an existing store; [`npy`] reads one-dimensional `.npy` files.
 //!
 //! ```
 //! use binfmt_kastore::{Store, Writer};
@@ -29,9 +33,12 @@
 //! # Ok::<(), binfmt_kastore::KastError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod element;
 mod error;
 pub mod format;
+pub mod npy;
 mod reader;
 mod writer;
 

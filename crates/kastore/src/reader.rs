@@ -1,16 +1,25 @@
-//! Reading: a validated view of a whole kastore file.
+//! Reading: a validated view of a kastore file through any
+//! [`Source`].
 //!
-//! [`Store::open`] maps the file and checks the header and every descriptor
-//! (work proportional to the number of items, not to the size of the
-//! arrays); after that, every lookup and array access is a bounds-free slice
-//! of the map.
+//! [`Store::open`] maps the file; [`Store::new`] takes any source. Opening
+//! reads the header, then the descriptors and the keys (two more reads;
+//! borrowed in place when the source is in memory) and checks every
+//! descriptor: work proportional to the number of items, never to the size
+//! of the arrays. Arrays are read when asked for: borrowed from a map,
+//! copied from anything else, or streamed with [`Item::reader`].
+//!
+//! A stream (a pipe, stdin, a socket) can hold several stores back to
+//! back, as the Python package reads and writes them: [`Store::read_one`]
+//! reads exactly one store and leaves the stream right after it, checking
+//! the signature before it reads anything else and growing its buffer only
+//! with the bytes the stream actually delivers.
 
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
-use binfmt_core::ByteSource;
 use binfmt_core::layout::{FromBytes, Record};
+use binfmt_core::{ByteSource, RangeReader, Source, SourceExt};
 
 use crate::element::Element;
 use crate::error::{KastError, Result, show_key};
@@ -20,34 +29,278 @@ use crate::format::{
 };
 
 /// A kastore file whose structure has been checked.
+///
+/// # Examples
+///
+/// ```
+/// use binfmt_kastore::{Store, Writer};
+///
+/// let mut writer = Writer::new();
+/// writer.insert("nodes/time", &[0.0f64, 1.5][..])?;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("tables.kas");
+/// writer.write_file(&path)?;
+///
+/// let store = Store::open(&path)?;                        // header, descriptors, keys
+/// let times = store.array::<f64>("nodes/time")?;          // borrowed from the map
+/// assert_eq!(&*times, &[0.0, 1.5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Store<S = ByteSource> {
     source: S,
     num_items: usize,
     version: (u16, u16),
+    /// Descriptors and keys (file bytes 64 .. keys end), when the source is
+    /// not in memory.
+    meta: Option<Vec<u8>>,
 }
 
 impl Store<ByteSource> {
-    /// Opens and validates the file at `path`, memory-mapped when possible.
+    /// Opens and validates the file at `path`, memory-mapped.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::new(ByteSource::open(path)?)
     }
+}
 
-    /// Reads a whole stream (stdin, a pipe) into memory and validates it.
+impl Store<Vec<u8>> {
+    /// Reads one store from a stream and validates it, leaving the stream
+    /// right after the store; `Ok(None)` when the stream ends before its
+    /// first byte. The signature and version are checked before anything
+    /// past the header is read, and memory grows only with bytes delivered.
+    pub fn read_one(reader: &mut impl Read, name: impl AsRef<Path>) -> Result<Option<Self>> {
+        let name = name.as_ref();
+        let mut header = Vec::with_capacity(HEADER_SIZE);
+        reader
+            .by_ref()
+            .take(HEADER_SIZE as u64)
+            .read_to_end(&mut header)
+            .map_err(|error| binfmt_core::Error::io(name, error))?;
+        if header.is_empty() {
+            return Ok(None);
+        }
+        let file_size = check_header(&header, None)?.file_size;
+        let mut bytes = header;
+        reader
+            .by_ref()
+            .take(file_size - HEADER_SIZE as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|error| binfmt_core::Error::io(name, error))?;
+        if (bytes.len() as u64) < file_size {
+            return Err(binfmt_core::Error::Truncated {
+                what: "kastore store in a stream".into(),
+                offset: bytes.len() as u64,
+                needed: file_size,
+                available: bytes.len() as u64,
+            }
+            .into());
+        }
+        Self::new(bytes).map(Some)
+    }
+
+    /// Reads one store from a stream that must hold exactly one (stdin
+    /// given as a file).
     pub fn read_from(reader: &mut impl Read, name: impl AsRef<Path>) -> Result<Self> {
-        Self::new(ByteSource::read_from(reader, name)?)
+        Self::read_one(reader, name)?.ok_or(KastError::Empty)
     }
 }
 
-impl<S: AsRef<[u8]>> Store<S> {
+/// What the 64-byte header says, checked in the C library's order.
+struct HeaderFields {
+    num_items: u32,
+    file_size: u64,
+    version: (u16, u16),
+}
+
+/// Checks the header; against the source's size when `actual` is given.
+fn check_header(bytes: &[u8], actual: Option<u64>) -> Result<HeaderFields> {
+    if bytes.is_empty() {
+        return Err(KastError::Empty);
+    }
+    let header = Header::ref_at(bytes, 0).map_err(|_| binfmt_core::Error::Truncated {
+        what: "kastore header".into(),
+        offset: 0,
+        needed: HEADER_SIZE as u64,
+        available: bytes.len() as u64,
+    })?;
+    if header.signature != SIGNATURE {
+        return Err(binfmt_core::Error::bad_magic(
+            "kastore signature",
+            0,
+            &SIGNATURE,
+            &header.signature,
+        )
+        .into());
+    }
+    let (major, minor) = (header.version_major.get(), header.version_minor.get());
+    if major < VERSION_MAJOR {
+        return Err(KastError::VersionTooOld { major, minor });
+    }
+    if major > VERSION_MAJOR {
+        return Err(KastError::VersionTooNew { major, minor });
+    }
+    let file_size = header.file_size.get();
+    match actual {
+        Some(actual) if file_size != actual => {
+            return Err(KastError::FileSizeMismatch {
+                header: file_size,
+                actual,
+            });
+        }
+        None if file_size < HEADER_SIZE as u64 => {
+            return Err(KastError::FileSizeMismatch {
+                header: file_size,
+                actual: HEADER_SIZE as u64,
+            });
+        }
+        _ => {}
+    }
+    Ok(HeaderFields {
+        num_items: header.num_items.get(),
+        file_size,
+        version: (major, minor),
+    })
+}
+
+impl<S: Source> Store<S> {
     /// Validates the kastore file held in `source`.
     pub fn new(source: S) -> Result<Self> {
-        let (num_items, version) = validate(source.as_ref())?;
-        Ok(Self {
-            source,
+        let actual = source.len();
+        if actual == 0 {
+            return Err(KastError::Empty);
+        }
+        let head = source.bytes_at(0, actual.min(HEADER_SIZE as u64), "kastore header")?;
+        let HeaderFields {
             num_items,
+            file_size,
             version,
-        })
+        } = check_header(&head, Some(actual))?;
+        drop(head);
+        let descriptors_len = u64::from(num_items) * DESCRIPTOR_SIZE as u64;
+        if descriptors_len > file_size - HEADER_SIZE as u64 {
+            return Err(KastError::TooManyItems {
+                num_items,
+                file_size,
+            });
+        }
+        let descriptors_end = HEADER_SIZE as u64 + descriptors_len;
+        let in_memory = source.in_memory().is_some();
+        let descriptor_bytes =
+            source.bytes_at(HEADER_SIZE as u64, descriptors_len, "descriptors")?;
+        let descriptors = ItemDescriptor::slice_at(&descriptor_bytes, 0, u64::from(num_items))?;
+        for (item, descriptor) in descriptors.iter().enumerate() {
+            check_descriptor(item, descriptor, file_size)?;
+        }
+        // Keys must follow the descriptors back to back (checked below), so
+        // they are one range. Keys that add up to more than the file holds
+        // cannot all be packed: `check_layout` reports the first that is not.
+        let keys_len = descriptors
+            .iter()
+            .fold(0u64, |total, d| total.saturating_add(d.key_len.get()))
+            .min(file_size - descriptors_end);
+        let meta = if in_memory {
+            None
+        } else {
+            let mut meta = descriptor_bytes.into_owned();
+            meta.extend_from_slice(&source.bytes_at(descriptors_end, keys_len, "keys")?);
+            Some(meta)
+        };
+        let store = Self {
+            source,
+            num_items: num_items as usize,
+            version,
+            meta,
+        };
+        store.check_layout(file_size)?;
+        Ok(store)
+    }
+
+    /// Descriptors and keys: `(bytes, file offset of bytes[0])`.
+    fn meta(&self) -> (&[u8], u64) {
+        match (&self.meta, self.source.in_memory()) {
+            (Some(meta), _) => (meta, HEADER_SIZE as u64),
+            (None, Some(bytes)) => (bytes, 0),
+            (None, None) => (&[], 0),
+        }
+    }
+
+    fn descriptors(&self) -> &[ItemDescriptor] {
+        let (bytes, base) = self.meta();
+        // `new` proved these descriptors lie inside the file.
+        ItemDescriptor::slice_at(bytes, HEADER_SIZE as u64 - base, self.num_items as u64)
+            .unwrap_or_default()
+    }
+
+    fn key_of(&self, descriptor: &ItemDescriptor) -> &[u8] {
+        let (bytes, base) = self.meta();
+        let start = descriptor.key_start.get().saturating_sub(base);
+        binfmt_core::range::slice_at(bytes, start, descriptor.key_len.get(), "key")
+            .unwrap_or_default()
+    }
+
+    /// The checks of the C library that relate items to each other, plus
+    /// the key order: keys packed after the descriptors, arrays packed on
+    /// 8-byte boundaries after the keys and ending at the end of the file,
+    /// keys sorted and unique.
+    fn check_layout(&self, file_size: u64) -> Result<()> {
+        let descriptors = self.descriptors();
+        let mut offset = (HEADER_SIZE + descriptors.len() * DESCRIPTOR_SIZE) as u64;
+        for (item, descriptor) in descriptors.iter().enumerate() {
+            let found = descriptor.key_start.get();
+            if found != offset {
+                return Err(KastError::KeyNotPacked {
+                    item,
+                    expected: offset,
+                    found,
+                });
+            }
+            // The keys add up to at most the file's size (checked in `new`).
+            offset += descriptor.key_len.get();
+        }
+        for (item, descriptor) in descriptors.iter().enumerate() {
+            let start = descriptor.array_start.get();
+            if start % ARRAY_ALIGN != 0 {
+                return Err(KastError::ArrayMisaligned { item, start });
+            }
+            let expected = align_up(offset).unwrap_or(u64::MAX);
+            if start != expected {
+                return Err(KastError::ArrayNotPacked {
+                    item,
+                    expected,
+                    found: start,
+                });
+            }
+            let item_type = ItemType::from_id(descriptor.item_type).unwrap_or(ItemType::Uint8);
+            // The array lies inside the file, so neither step can overflow.
+            offset = start + descriptor.array_len.get() * item_type.size();
+        }
+        if offset != file_size {
+            return Err(KastError::ArraysEndEarly {
+                end: offset,
+                file_size,
+            });
+        }
+        for (item, pair) in descriptors.windows(2).enumerate() {
+            let [previous, current] = pair else { continue };
+            let (previous, current) = (self.key_of(previous), self.key_of(current));
+            match previous.cmp(current) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => {
+                    return Err(KastError::DuplicateKey {
+                        item: item + 1,
+                        key: show_key(current),
+                    });
+                }
+                std::cmp::Ordering::Greater => {
+                    return Err(KastError::KeysNotSorted {
+                        item: item + 1,
+                        key: show_key(current),
+                        previous: show_key(previous),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The number of items (keys).
@@ -67,12 +320,7 @@ impl<S: AsRef<[u8]>> Store<S> {
 
     /// The size of the file in bytes.
     pub fn file_size(&self) -> u64 {
-        self.bytes().len() as u64
-    }
-
-    /// The whole file.
-    pub fn bytes(&self) -> &[u8] {
-        self.source.as_ref()
+        self.source.len()
     }
 
     /// The storage the store reads from.
@@ -80,31 +328,44 @@ impl<S: AsRef<[u8]>> Store<S> {
         &self.source
     }
 
+    /// The storage back.
+    pub fn into_source(self) -> S {
+        self.source
+    }
+
     /// The item at `index` in key order.
     pub fn item(&self, index: usize) -> Option<Item<'_>> {
         let descriptor = self.descriptors().get(index)?;
-        Some(Item::new(self.bytes(), descriptor))
+        Some(self.item_of(descriptor))
+    }
+
+    fn item_of<'a>(&'a self, descriptor: &ItemDescriptor) -> Item<'a> {
+        Item {
+            source: &self.source,
+            key: self.key_of(descriptor),
+            item_type: ItemType::from_id(descriptor.item_type).unwrap_or(ItemType::Uint8),
+            len: descriptor.array_len.get(),
+            start: descriptor.array_start.get(),
+        }
     }
 
     /// Every item, in key order.
     pub fn items(&self) -> impl ExactSizeIterator<Item = Item<'_>> + '_ {
-        let bytes = self.bytes();
         self.descriptors()
             .iter()
-            .map(move |descriptor| Item::new(bytes, descriptor))
+            .map(move |descriptor| self.item_of(descriptor))
     }
 
     /// The item with `key`, found by binary search.
     pub fn find(&self, key: impl AsRef<[u8]>) -> Option<Item<'_>> {
         let key = key.as_ref();
-        let bytes = self.bytes();
         let descriptors = self.descriptors();
         let index = descriptors
-            .binary_search_by(|descriptor| key_of(bytes, descriptor).cmp(key))
+            .binary_search_by(|descriptor| self.key_of(descriptor).cmp(key))
             .ok()?;
         descriptors
             .get(index)
-            .map(|descriptor| Item::new(bytes, descriptor))
+            .map(|descriptor| self.item_of(descriptor))
     }
 
     /// The item with `key`, or [`KastError::KeyNotFound`].
@@ -114,43 +375,25 @@ impl<S: AsRef<[u8]>> Store<S> {
             .ok_or_else(|| KastError::KeyNotFound { key: show_key(key) })
     }
 
-    /// The values under `key` as `T`: borrowed from the file when the host
-    /// is little-endian and the array is aligned for `T`, copied otherwise.
+    /// The values under `key` as `T`: borrowed from the file when it is in
+    /// memory (a map), the host is little-endian and the array is aligned
+    /// for `T`; read or copied otherwise.
     pub fn array<T: Element>(&self, key: impl AsRef<[u8]>) -> Result<Cow<'_, [T]>> {
         self.get(key)?.values()
     }
-
-    fn descriptors(&self) -> &[ItemDescriptor] {
-        // `validate` proved these descriptors lie inside the file.
-        ItemDescriptor::slice_at(self.bytes(), HEADER_SIZE as u64, self.num_items as u64)
-            .unwrap_or_default()
-    }
 }
 
-/// One key and its array, borrowed from a [`Store`].
+/// One key and its array, in a [`Store`].
 #[derive(Debug, Clone, Copy)]
 pub struct Item<'a> {
+    source: &'a dyn Source,
     key: &'a [u8],
     item_type: ItemType,
     len: u64,
-    data: &'a [u8],
+    start: u64,
 }
 
 impl<'a> Item<'a> {
-    /// Builds the view of a descriptor that `validate` accepted.
-    fn new(bytes: &'a [u8], descriptor: &ItemDescriptor) -> Self {
-        let item_type = ItemType::from_id(descriptor.item_type).unwrap_or(ItemType::Uint8);
-        let len = descriptor.array_len.get();
-        let start = descriptor.array_start.get();
-        let data = range(bytes, start, len.saturating_mul(item_type.size()));
-        Self {
-            key: key_of(bytes, descriptor),
-            item_type,
-            len,
-            data,
-        }
-    }
-
     /// The key's bytes.
     pub fn key(&self) -> &'a [u8] {
         self.key
@@ -176,14 +419,32 @@ impl<'a> Item<'a> {
         self.len == 0
     }
 
-    /// The array's bytes as stored: little-endian elements.
-    pub fn le_bytes(&self) -> &'a [u8] {
-        self.data
+    /// The array's size in bytes.
+    pub fn byte_len(&self) -> u64 {
+        // Validation proved the array lies inside the file.
+        self.len * self.item_type.size()
+    }
+
+    /// Where the array starts in the file.
+    pub fn offset(&self) -> u64 {
+        self.start
+    }
+
+    /// The array's bytes as stored (little-endian elements): borrowed when
+    /// the file is in memory, read otherwise.
+    pub fn le_bytes(&self) -> Result<Cow<'a, [u8]>> {
+        Ok(self.source.bytes_at(self.start, self.byte_len(), "array")?)
+    }
+
+    /// The array's bytes as `std::io::Read`, in the caller's buffer: memory
+    /// does not grow with the array.
+    pub fn reader(&self) -> Result<RangeReader<'a, dyn Source + 'a>> {
+        Ok(self.source.reader(self.start, self.byte_len(), "array")?)
     }
 
     /// The values as `T`, which must be the array's type: borrowed when the
-    /// host is little-endian and the bytes are aligned for `T`, copied
-    /// (and byte-swapped where needed) otherwise.
+    /// bytes are in memory, the host is little-endian and they are aligned
+    /// for `T`; copied (and byte-swapped where needed) otherwise.
     pub fn values<T: Element>(&self) -> Result<Cow<'a, [T]>> {
         if T::TYPE != self.item_type {
             return Err(KastError::TypeMismatch {
@@ -192,127 +453,21 @@ impl<'a> Item<'a> {
                 found: self.item_type,
             });
         }
+        let bytes = self.le_bytes()?;
         if cfg!(target_endian = "little")
-            && let Ok(values) = <[T]>::ref_from_bytes(self.data)
+            && let Cow::Borrowed(bytes) = bytes
+            && let Ok(values) = <[T]>::ref_from_bytes(bytes)
         {
             return Ok(Cow::Borrowed(values));
         }
         Ok(Cow::Owned(
-            self.data
+            bytes
                 .chunks_exact(size_of::<T>())
                 .filter_map(|chunk| T::read_from_bytes(chunk).ok())
                 .map(T::swap_le)
                 .collect(),
         ))
     }
-}
-
-fn key_of<'a>(bytes: &'a [u8], descriptor: &ItemDescriptor) -> &'a [u8] {
-    range(bytes, descriptor.key_start.get(), descriptor.key_len.get())
-}
-
-/// A range that validation has already proved lies inside `bytes`.
-fn range(bytes: &[u8], start: u64, len: u64) -> &[u8] {
-    binfmt_core::range::slice_at(bytes, start, len, "validated range").unwrap_or_default()
-}
-
-/// Checks everything the kastore C library checks, plus the file size and
-/// the key order, and returns the item count and version.
-fn validate(bytes: &[u8]) -> Result<(usize, (u16, u16))> {
-    let actual = bytes.len() as u64;
-    if bytes.is_empty() {
-        return Err(KastError::Empty);
-    }
-    let header =
-        Header::ref_at(bytes, 0).map_err(|_| KastError::TruncatedHeader { len: actual })?;
-    if header.signature != SIGNATURE {
-        return Err(KastError::BadSignature {
-            found: header.signature,
-        });
-    }
-    let (major, minor) = (header.version_major.get(), header.version_minor.get());
-    if major < VERSION_MAJOR {
-        return Err(KastError::VersionTooOld { major, minor });
-    }
-    if major > VERSION_MAJOR {
-        return Err(KastError::VersionTooNew { major, minor });
-    }
-    let file_size = header.file_size.get();
-    if file_size != actual {
-        return Err(KastError::FileSizeMismatch {
-            header: file_size,
-            actual,
-        });
-    }
-    let num_items = header.num_items.get();
-    let descriptors = ItemDescriptor::slice_at(bytes, HEADER_SIZE as u64, u64::from(num_items))
-        .map_err(|_| KastError::TooManyItems {
-            num_items,
-            file_size,
-        })?;
-
-    for (item, descriptor) in descriptors.iter().enumerate() {
-        check_descriptor(item, descriptor, file_size)?;
-    }
-
-    let mut offset = (HEADER_SIZE + descriptors.len() * DESCRIPTOR_SIZE) as u64;
-    for (item, descriptor) in descriptors.iter().enumerate() {
-        let found = descriptor.key_start.get();
-        if found != offset {
-            return Err(KastError::KeyNotPacked {
-                item,
-                expected: offset,
-                found,
-            });
-        }
-        // The key lies inside the file, so this stays at most `file_size`.
-        offset += descriptor.key_len.get();
-    }
-    for (item, descriptor) in descriptors.iter().enumerate() {
-        let start = descriptor.array_start.get();
-        if start % ARRAY_ALIGN != 0 {
-            return Err(KastError::ArrayMisaligned { item, start });
-        }
-        let expected = align_up(offset).unwrap_or(u64::MAX);
-        if start != expected {
-            return Err(KastError::ArrayNotPacked {
-                item,
-                expected,
-                found: start,
-            });
-        }
-        let item_type = ItemType::from_id(descriptor.item_type).unwrap_or(ItemType::Uint8);
-        // The array lies inside the file, so neither step can overflow.
-        offset = start + descriptor.array_len.get() * item_type.size();
-    }
-    if offset != file_size {
-        return Err(KastError::ArraysEndEarly {
-            end: offset,
-            file_size,
-        });
-    }
-
-    for (item, pair) in descriptors.windows(2).enumerate() {
-        let [previous, current] = pair else { continue };
-        let (previous, current) = (key_of(bytes, previous), key_of(bytes, current));
-        match previous.cmp(current) {
-            std::cmp::Ordering::Less => {}
-            std::cmp::Ordering::Equal => {
-                return Err(KastError::DuplicateKey {
-                    item: item + 1,
-                    key: show_key(current),
-                });
-            }
-            std::cmp::Ordering::Greater => {
-                return Err(KastError::KeysNotSorted {
-                    item: item + 1,
-                    key: show_key(current),
-                    previous: show_key(previous),
-                });
-            }
-        }
-    }
-    Ok((descriptors.len(), (major, minor)))
 }
 
 /// The per-descriptor checks, written with subtraction and division so that

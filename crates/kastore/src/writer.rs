@@ -8,11 +8,11 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use binfmt_core::layout::{IntoBytes, U16, U32, U64};
-use binfmt_core::{AtomicFile, IoResultExt};
+use binfmt_core::{AtomicFile, IoResultExt, Source};
 
 use crate::element::Element;
 use crate::error::{KastError, Result, show_key};
@@ -23,7 +23,11 @@ use crate::format::{
 
 /// Collects keys and arrays, then writes them as one kastore file.
 ///
-/// Arrays passed by reference are borrowed, not copied, until written.
+/// Arrays passed by reference are borrowed, not copied, until written;
+/// arrays given as readers ([`Writer::insert_reader`]) are streamed into the
+/// output when it is written, so a store of any size is written through
+/// bounded buffers. [`Writer::from_store`] starts from an existing store
+/// (kastore's append mode): add, replace or remove keys, then write.
 ///
 /// ```
 /// let mut writer = binfmt_kastore::Writer::new();
@@ -39,15 +43,40 @@ pub struct Writer<'a> {
     items: BTreeMap<Vec<u8>, Array<'a>>,
 }
 
-#[derive(Debug)]
 struct Array<'a> {
     item_type: ItemType,
-    le_bytes: Cow<'a, [u8]>,
+    bytes: Bytes<'a>,
+}
+
+/// An array's little-endian bytes: in memory, or a reader that will give
+/// exactly `len` of them.
+enum Bytes<'a> {
+    Memory(Cow<'a, [u8]>),
+    Reader {
+        reader: std::cell::RefCell<Box<dyn Read + 'a>>,
+        len: u64,
+    },
+}
+
+impl std::fmt::Debug for Array<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Array")
+            .field("item_type", &self.item_type)
+            .field("byte_len", &self.byte_len())
+            .finish()
+    }
 }
 
 impl Array<'_> {
+    fn byte_len(&self) -> u64 {
+        match &self.bytes {
+            Bytes::Memory(bytes) => bytes.len() as u64,
+            Bytes::Reader { len, .. } => *len,
+        }
+    }
+
     fn len(&self) -> u64 {
-        self.le_bytes.len() as u64 / self.item_type.size()
+        self.byte_len() / self.item_type.size()
     }
 }
 
@@ -76,7 +105,7 @@ impl<'a> Writer<'a> {
                     .to_vec(),
             ),
         };
-        self.insert_array(key.as_ref(), T::TYPE, le_bytes)
+        self.insert_array(key.as_ref(), T::TYPE, Bytes::Memory(le_bytes))
     }
 
     /// Adds an array given as its type and little-endian bytes, which must
@@ -89,32 +118,66 @@ impl<'a> Writer<'a> {
     ) -> Result<()> {
         let key = key.as_ref();
         let le_bytes = le_bytes.into();
-        if le_bytes.len() as u64 % item_type.size() != 0 {
-            return Err(KastError::RaggedArray {
-                key: show_key(key),
-                item_type,
-                len: le_bytes.len(),
-            });
-        }
-        self.insert_array(key, item_type, le_bytes)
+        check_whole(key, item_type, le_bytes.len() as u64)?;
+        self.insert_array(key, item_type, Bytes::Memory(le_bytes))
     }
 
-    fn insert_array(
+    /// Adds an array of `byte_len` little-endian bytes that `reader` will
+    /// give when the file is written (a short or long reader is an error
+    /// then).
+    pub fn insert_reader(
         &mut self,
-        key: &[u8],
+        key: impl AsRef<[u8]>,
         item_type: ItemType,
-        le_bytes: Cow<'a, [u8]>,
+        byte_len: u64,
+        reader: impl Read + 'a,
     ) -> Result<()> {
+        let key = key.as_ref();
+        check_whole(key, item_type, byte_len)?;
+        let reader: Box<dyn Read + 'a> = Box::new(reader);
+        self.insert_array(
+            key,
+            item_type,
+            Bytes::Reader {
+                reader: std::cell::RefCell::new(reader),
+                len: byte_len,
+            },
+        )
+    }
+
+    /// Every item of `store`, borrowed from it (copied when it is not in
+    /// memory), to add to, replace in or remove from before writing: the
+    /// kastore library's append mode.
+    pub fn from_store<S: Source>(store: &'a crate::Store<S>) -> Result<Self> {
+        let mut writer = Self::new();
+        for item in store.items() {
+            writer.insert_array(
+                item.key(),
+                item.item_type(),
+                Bytes::Memory(item.le_bytes()?),
+            )?;
+        }
+        Ok(writer)
+    }
+
+    /// Removes `key`; returns whether it was there.
+    pub fn remove(&mut self, key: impl AsRef<[u8]>) -> bool {
+        self.items.remove(key.as_ref()).is_some()
+    }
+
+    /// Whether `key` has been added.
+    pub fn contains(&self, key: impl AsRef<[u8]>) -> bool {
+        self.items.contains_key(key.as_ref())
+    }
+
+    fn insert_array(&mut self, key: &[u8], item_type: ItemType, bytes: Bytes<'a>) -> Result<()> {
         if key.is_empty() {
             return Err(KastError::EmptyKeyInput);
         }
         match self.items.entry(key.to_vec()) {
             Entry::Occupied(_) => Err(KastError::DuplicateKeyInput { key: show_key(key) }),
             Entry::Vacant(slot) => {
-                slot.insert(Array {
-                    item_type,
-                    le_bytes,
-                });
+                slot.insert(Array { item_type, bytes });
                 Ok(())
             }
         }
@@ -138,7 +201,7 @@ impl<'a> Writer<'a> {
         for array in self.items.values() {
             offset = align_up(offset).unwrap_or(offset);
             array_starts.push(offset);
-            offset += array.le_bytes.len() as u64;
+            offset += array.byte_len();
         }
         (array_starts, offset)
     }
@@ -148,14 +211,15 @@ impl<'a> Writer<'a> {
         self.layout().1
     }
 
-    /// Writes the file to `out`.
+    /// Writes the file to `out` and returns its size. Arrays given as
+    /// readers are read now (a writer with readers writes once).
     pub fn write_to(&self, out: &mut impl Write) -> Result<u64> {
         let num_items =
             u32::try_from(self.items.len()).map_err(|_| KastError::TooManyItemsToWrite {
                 count: self.items.len(),
             })?;
         let (array_starts, file_size) = self.layout();
-        let io = KastError::Output;
+        let io = |error| KastError::Core(binfmt_core::Error::io("kastore output", error));
 
         let header = Header {
             signature: SIGNATURE,
@@ -185,13 +249,31 @@ impl<'a> Writer<'a> {
             out.write_all(key).map_err(io)?;
         }
         let mut offset = key_start;
-        for (array, &array_start) in self.items.values().zip(&array_starts) {
+        for ((key, array), &array_start) in self.items.iter().zip(&array_starts) {
             let padding = [0u8; 8];
             let gap = (array_start - offset) as usize;
             out.write_all(padding.get(..gap).unwrap_or_default())
                 .map_err(io)?;
-            out.write_all(&array.le_bytes).map_err(io)?;
-            offset = array_start + array.le_bytes.len() as u64;
+            match &array.bytes {
+                Bytes::Memory(bytes) => out.write_all(bytes).map_err(io)?,
+                Bytes::Reader { reader, len } => {
+                    let mut reader = reader.borrow_mut();
+                    let found = std::io::copy(&mut reader.as_mut().take(*len), out)
+                        .map_err(|error| binfmt_core::Error::io(show_key(key), error))?;
+                    let mut extra = [0u8; 1];
+                    let more = reader
+                        .read(&mut extra)
+                        .map_err(|error| binfmt_core::Error::io(show_key(key), error))?;
+                    if found != *len || more != 0 {
+                        return Err(KastError::ShortArray {
+                            key: show_key(key),
+                            expected: *len,
+                            found: found + more as u64,
+                        });
+                    }
+                }
+            }
+            offset = array_start + array.byte_len();
         }
         Ok(file_size)
     }
@@ -209,11 +291,26 @@ impl<'a> Writer<'a> {
         let path = path.as_ref();
         let mut file = AtomicFile::create(path)?;
         let size = self.write_to(&mut file).map_err(|error| match error {
-            KastError::Output(source) => binfmt_core::Error::io(path, source).into(),
+            KastError::Core(binfmt_core::Error::Io { source, .. }) => {
+                binfmt_core::Error::io(path, source).into()
+            }
             other => other,
         })?;
         file.flush().with_path(path)?;
         file.commit()?;
         Ok(size)
+    }
+}
+
+/// Refuses raw bytes that are not a whole number of elements.
+fn check_whole(key: &[u8], item_type: ItemType, len: u64) -> Result<()> {
+    if len % item_type.size() == 0 {
+        Ok(())
+    } else {
+        Err(KastError::RaggedArray {
+            key: show_key(key),
+            item_type,
+            len,
+        })
     }
 }

@@ -1,6 +1,14 @@
-//! The kastore project's own conformance files (`shared/kastore-test-data`,
-//! which sits beside the repository): every valid file reads with the right
-//! keys and values, every malformed one fails with its own error.
+//! kastore's conformance cases: the valid `all_types_N_elements` files and
+//! the 27 malformed files of the kastore project's `test-data`. Every valid
+//! file reads with the right keys and values, every malformed one fails
+//! with its own error.
+//!
+//! The project makes the cases itself: the valid files with Python
+//! `kastore` from the test venv (or, without it, byte by byte, with a note),
+//! the malformed ones by kastore's documented mutations
+//! (`binfmt_tests::build::kast`). When the kastore project's own files are
+//! beside the repository (`../shared/kastore-test-data`), they are read too,
+//! and the generated malformed files must equal them byte for byte.
 
 // Test code: a panic here is a failed test, not a crash on user input.
 #![allow(
@@ -10,83 +18,138 @@
     clippy::indexing_slicing
 )]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use binfmt_kastore::{ItemType, KastError, Store};
 
-fn test_data(relative: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/kastore-test-data")
-        .join(relative);
-    assert!(
-        path.exists(),
-        "{} is missing: shared/ must sit beside the repository",
-        path.display()
+/// The kastore project's own files, when they sit beside the repository.
+fn originals() -> Option<PathBuf> {
+    let path = binfmt_tests::workspace_root().join("../shared/kastore-test-data");
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "note: {} is absent: running the generated conformance cases only",
+            path.display()
+        );
+        None
+    }
+}
+
+/// Writes the valid all-types files into `dir`, with Python kastore when
+/// the test venv has it.
+fn write_valid_files(dir: &Path) {
+    if let Some(python) = binfmt_tests::interop::python() {
+        let status = std::process::Command::new(python)
+            .arg(binfmt_tests::interop::python_script("make_kast_types.py"))
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "make_kast_types.py failed");
+        return;
+    }
+    eprintln!("note: no Python kastore: writing the all-types files byte by byte instead");
+    std::fs::create_dir_all(dir).unwrap();
+    for n in 0..10u8 {
+        let items: Vec<(Vec<u8>, u8, Vec<u8>)> = ItemType::ALL
+            .iter()
+            .map(|&t| {
+                let bytes = (0..n)
+                    .flat_map(|v| match t {
+                        ItemType::Float32 => f32::from(v).to_le_bytes().to_vec(),
+                        ItemType::Float64 => f64::from(v).to_le_bytes().to_vec(),
+                        _ => u64::from(v).to_le_bytes()[..t.size() as usize].to_vec(),
+                    })
+                    .collect();
+                (t.name().as_bytes().to_vec(), t.id(), bytes)
+            })
+            .collect();
+        std::fs::write(
+            dir.join(format!("all_types_{n}_elements.kas")),
+            binfmt_tests::build::kast::store(&items),
+        )
+        .unwrap();
+    }
+}
+
+/// Every directory of valid files to check.
+fn valid_dirs(generated: &Path) -> Vec<PathBuf> {
+    write_valid_files(generated);
+    let mut dirs = vec![generated.to_path_buf()];
+    dirs.extend(originals().map(|root| root.join("v1")));
+    dirs
+}
+
+fn check_all_types(path: &Path, n: u8) {
+    let store = Store::open(path).unwrap();
+    assert_eq!(store.version(), (1, 0));
+    let keys: Vec<&str> = store.items().map(|item| item.key_str().unwrap()).collect();
+    let mut expected: Vec<&str> = ItemType::ALL.iter().map(|t| t.name()).collect();
+    expected.sort();
+    assert_eq!(keys, expected, "n = {n}");
+    for item in store.items() {
+        let item_type = ItemType::from_name(item.key_str().unwrap()).unwrap();
+        assert_eq!(item.item_type(), item_type);
+        assert_eq!(item.len(), u64::from(n));
+    }
+    let n8 = n as i8;
+    assert_eq!(
+        &*store.array::<i8>("int8").unwrap(),
+        (0..n8).collect::<Vec<_>>()
     );
-    path
+    assert_eq!(
+        &*store.array::<u8>("uint8").unwrap(),
+        (0..n).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<i16>("int16").unwrap(),
+        (0..i16::from(n)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<u16>("uint16").unwrap(),
+        (0..u16::from(n)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<i32>("int32").unwrap(),
+        (0..i32::from(n)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<u32>("uint32").unwrap(),
+        (0..u32::from(n)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<i64>("int64").unwrap(),
+        (0..i64::from(n)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<u64>("uint64").unwrap(),
+        (0..u64::from(n)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<f32>("float32").unwrap(),
+        (0..n).map(f32::from).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &*store.array::<f64>("float64").unwrap(),
+        (0..n).map(f64::from).collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn all_types_files_hold_0_to_n_in_every_type() {
-    for n in 0..10u8 {
-        let store = Store::open(test_data(&format!("v1/all_types_{n}_elements.kas"))).unwrap();
-        assert_eq!(store.version(), (1, 0));
-        let keys: Vec<&str> = store.items().map(|item| item.key_str().unwrap()).collect();
-        let mut expected: Vec<&str> = ItemType::ALL.iter().map(|t| t.name()).collect();
-        expected.sort();
-        assert_eq!(keys, expected, "n = {n}");
-        for item in store.items() {
-            let item_type = ItemType::from_name(item.key_str().unwrap()).unwrap();
-            assert_eq!(item.item_type(), item_type);
-            assert_eq!(item.len(), u64::from(n));
+    let dir = tempfile::tempdir().unwrap();
+    for valid in valid_dirs(dir.path()) {
+        for n in 0..10u8 {
+            check_all_types(&valid.join(format!("all_types_{n}_elements.kas")), n);
         }
-        let n8 = n as i8;
-        assert_eq!(
-            &*store.array::<i8>("int8").unwrap(),
-            (0..n8).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<u8>("uint8").unwrap(),
-            (0..n).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<i16>("int16").unwrap(),
-            (0..i16::from(n)).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<u16>("uint16").unwrap(),
-            (0..u16::from(n)).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<i32>("int32").unwrap(),
-            (0..i32::from(n)).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<u32>("uint32").unwrap(),
-            (0..u32::from(n)).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<i64>("int64").unwrap(),
-            (0..i64::from(n)).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<u64>("uint64").unwrap(),
-            (0..u64::from(n)).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<f32>("float32").unwrap(),
-            (0..n).map(f32::from).collect::<Vec<_>>()
-        );
-        assert_eq!(
-            &*store.array::<f64>("float64").unwrap(),
-            (0..n).map(f64::from).collect::<Vec<_>>()
-        );
     }
 }
 
 #[test]
 fn mapped_arrays_are_borrowed_not_copied() {
-    let store = Store::open(test_data("v1/all_types_9_elements.kas")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write_valid_files(dir.path());
+    let store = Store::open(dir.path().join("all_types_9_elements.kas")).unwrap();
     assert!(store.source().is_mapped());
     if cfg!(target_endian = "little") {
         assert!(matches!(
@@ -108,7 +171,7 @@ fn every_malformed_file_fails_with_its_own_error() {
         ("empty_file.kas", |e| matches!(e, E::Empty)),
         (
             "bad_magic_number.kas",
-            |e| matches!(e, E::BadSignature { found } if *found == [0; 8]),
+            |e| matches!(e, E::Core(binfmt_core::Error::BadMagic { found, .. }) if **found == [0; 8]),
         ),
         ("version_0.kas", |e| {
             matches!(e, E::VersionTooOld { major: 0, .. })
@@ -312,17 +375,54 @@ fn every_malformed_file_fails_with_its_own_error() {
             )
         }),
     ];
-    let on_disk = std::fs::read_dir(test_data("malformed")).unwrap().count();
-    assert_eq!(on_disk, cases.len(), "every malformed file has a case");
-    for (name, check) in cases {
-        let error = Store::open(test_data(&format!("malformed/{name}"))).unwrap_err();
-        assert!(check(&error), "{name}: unexpected {error:?}");
-        // The in-memory path checks the same way.
-        let bytes = std::fs::read(test_data(&format!("malformed/{name}"))).unwrap();
-        let in_memory = Store::new(bytes).unwrap_err();
-        assert!(
-            check(&in_memory),
-            "{name} in memory: unexpected {in_memory:?}"
+    let generated = binfmt_tests::build::kast::malformed();
+    assert_eq!(
+        generated.len(),
+        cases.len(),
+        "every malformed file has a case"
+    );
+    let originals = originals().map(|root| root.join("malformed"));
+    if let Some(originals) = &originals {
+        let on_disk = std::fs::read_dir(originals).unwrap().count();
+        assert_eq!(
+            on_disk,
+            cases.len(),
+            "every original malformed file has a case"
         );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, check) in cases {
+        let (_, bytes) = generated
+            .iter()
+            .find(|(generated, _)| generated == name)
+            .unwrap_or_else(|| panic!("{name} is not generated"));
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let mut paths = vec![path];
+        if let Some(originals) = &originals {
+            let original = originals.join(name);
+            assert!(
+                std::fs::read(&original).unwrap() == *bytes,
+                "{name}: the generated file differs from kastore's"
+            );
+            paths.push(original);
+        }
+        for path in paths {
+            let error = Store::open(&path).unwrap_err();
+            assert!(check(&error), "{}: unexpected {error:?}", path.display());
+            // The in-memory and positional paths check the same way.
+            let bytes = std::fs::read(&path).unwrap();
+            let in_memory = Store::new(bytes.clone()).unwrap_err();
+            assert!(
+                check(&in_memory),
+                "{name} in memory: unexpected {in_memory:?}"
+            );
+            let cursor = binfmt_core::SeekSource::new(std::io::Cursor::new(bytes), name).unwrap();
+            let positional = Store::new(cursor).unwrap_err();
+            assert!(
+                check(&positional),
+                "{name} by offset: unexpected {positional:?}"
+            );
+        }
     }
 }

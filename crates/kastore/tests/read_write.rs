@@ -106,7 +106,7 @@ fn lookups_type_checks_and_missing_keys() {
     ));
     assert!(matches!(store.get("y"), Err(KastError::KeyNotFound { key }) if key == "y"));
     assert_eq!(
-        store.get("x").unwrap().le_bytes(),
+        store.get("x").unwrap().le_bytes().unwrap().as_ref(),
         [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat()
     );
 }
@@ -146,7 +146,168 @@ fn stream_input_is_read_whole() {
     let bytes = writer.to_bytes().unwrap();
     let store = Store::read_from(&mut bytes.as_slice(), "<stdin>").unwrap();
     assert_eq!(&*store.array::<i64>("s").unwrap(), &[5]);
-    assert!(!store.source().is_mapped());
+    assert_eq!(store.source().len(), bytes.len());
+}
+
+/// Several stores back to back in one stream, as Python kastore writes them
+/// to one file object: each read takes one store and leaves the stream
+/// right after it.
+#[test]
+fn concatenated_stores_in_one_stream() {
+    let stores: Vec<Vec<u8>> = (0..3u32)
+        .map(|n| {
+            let mut writer = Writer::new();
+            writer.insert("n", vec![n; n as usize + 1]).unwrap();
+            writer.to_bytes().unwrap()
+        })
+        .collect();
+    let stream = stores.concat();
+    let mut reader = stream.as_slice();
+    for n in 0..3u32 {
+        let store = Store::read_one(&mut reader, "<pipe>").unwrap().unwrap();
+        assert_eq!(&*store.array::<u32>("n").unwrap(), vec![n; n as usize + 1]);
+    }
+    assert!(Store::read_one(&mut reader, "<pipe>").unwrap().is_none());
+    // A stream cut inside a store, or holding garbage, is an error.
+    let mut cut = &stream[..stores[0].len() + 70];
+    Store::read_one(&mut cut, "<pipe>").unwrap().unwrap();
+    assert!(matches!(
+        Store::read_one(&mut cut, "<pipe>"),
+        Err(KastError::Core(binfmt_core::Error::Truncated { .. }))
+    ));
+    let mut garbage = &b"not a kastore store at all, but long enough for a header......!!"[..];
+    assert!(matches!(
+        Store::read_one(&mut garbage, "<pipe>"),
+        Err(KastError::Core(binfmt_core::Error::BadMagic { .. }))
+    ));
+}
+
+/// The signature is checked before anything past the header is read, and
+/// a huge `file_size` claim costs only the bytes the stream delivers.
+#[test]
+fn stream_reading_checks_the_signature_first_and_grows_with_the_bytes() {
+    struct Endless(u64);
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            buf.fill(b'x');
+            Ok(buf.len())
+        }
+    }
+    let mut endless = Endless(0);
+    assert!(Store::read_one(&mut endless, "/dev/urandom-like").is_err());
+    assert_eq!(endless.0, 64, "only the header was read");
+
+    let mut header = Writer::new().to_bytes().unwrap();
+    header[16..24].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    let mut claim = header.as_slice();
+    assert!(matches!(
+        Store::read_one(&mut claim, "<pipe>"),
+        Err(KastError::Core(binfmt_core::Error::Truncated {
+            available: 64,
+            ..
+        }))
+    ));
+}
+
+#[test]
+fn append_and_update_an_existing_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tables.kas");
+    let mut writer = Writer::new();
+    writer.insert("keep", &[1i32, 2][..]).unwrap();
+    writer.insert("replace", &[1.0f64][..]).unwrap();
+    writer.insert("drop", &[9u8][..]).unwrap();
+    writer.write_file(&path).unwrap();
+
+    let store = Store::open(&path).unwrap();
+    let mut update = Writer::from_store(&store).unwrap();
+    assert!(update.contains("replace"));
+    assert!(matches!(
+        update.insert("keep", &[0i32][..]),
+        Err(KastError::DuplicateKeyInput { .. })
+    ));
+    assert!(update.remove("replace"));
+    update.insert("replace", &[2.5f64, 3.5][..]).unwrap();
+    assert!(update.remove("drop"));
+    update.insert("added", &[7u16][..]).unwrap();
+    // Writing over the file being read: the new file replaces it whole.
+    update.write_file(&path).unwrap();
+    drop(update);
+    drop(store);
+
+    let updated = Store::open(&path).unwrap();
+    let keys: Vec<&str> = updated
+        .items()
+        .map(|item| item.key_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["added", "keep", "replace"]);
+    assert_eq!(&*updated.array::<i32>("keep").unwrap(), &[1, 2]);
+    assert_eq!(&*updated.array::<f64>("replace").unwrap(), &[2.5, 3.5]);
+    assert_eq!(&*updated.array::<u16>("added").unwrap(), &[7]);
+}
+
+#[test]
+fn arrays_given_as_readers_are_streamed_and_checked() {
+    let values: Vec<u8> = (0..100_000u32).flat_map(u32::to_le_bytes).collect();
+    let mut writer = Writer::new();
+    writer
+        .insert_reader(
+            "big",
+            ItemType::Uint32,
+            values.len() as u64,
+            values.as_slice(),
+        )
+        .unwrap();
+    writer.insert("small", &[1u8][..]).unwrap();
+    let bytes = writer.to_bytes().unwrap();
+    let mut expected = Writer::new();
+    expected
+        .insert_raw("big", ItemType::Uint32, values.as_slice())
+        .unwrap();
+    expected.insert("small", &[1u8][..]).unwrap();
+    assert_eq!(bytes, expected.to_bytes().unwrap());
+
+    let mut short = Writer::new();
+    short
+        .insert_reader("big", ItemType::Uint32, 8, &values[..4])
+        .unwrap();
+    assert!(matches!(
+        short.to_bytes(),
+        Err(KastError::ShortArray {
+            expected: 8,
+            found: 4,
+            ..
+        })
+    ));
+    let mut long = Writer::new();
+    long.insert_reader("big", ItemType::Uint32, 4, &values[..8])
+        .unwrap();
+    assert!(matches!(long.to_bytes(), Err(KastError::ShortArray { .. })));
+}
+
+/// Opening through a source that is not in memory reads the header, the
+/// descriptors and the keys; an array is read only when asked for.
+#[test]
+fn reads_only_what_each_operation_needs() {
+    let mut writer = Writer::new();
+    writer.insert("alpha", &[1u64; 1000][..]).unwrap();
+    writer.insert("beta", &[2u8; 3][..]).unwrap();
+    let bytes = writer.to_bytes().unwrap();
+    let (counted, stats) = binfmt_tests::counting::Counted::new(bytes);
+    let store = Store::new(binfmt_core::SeekSource::new(counted, "counted").unwrap()).unwrap();
+    assert_eq!(stats.take(), (64 + 2 * 64 + 9, 3));
+    assert_eq!(store.len(), 2);
+    assert_eq!(&*store.array::<u8>("beta").unwrap(), &[2, 2, 2]);
+    assert_eq!(stats.take(), (3, 1));
+    let mut streamed = Vec::new();
+    std::io::Read::read_to_end(
+        &mut store.get("alpha").unwrap().reader().unwrap(),
+        &mut streamed,
+    )
+    .unwrap();
+    assert_eq!(streamed.len(), 8000);
+    assert_eq!(stats.take().0, 8000);
 }
 
 /// Builds a two-item file, then swaps the keys' bytes so they are out of
@@ -185,7 +346,7 @@ fn header_shorter_than_64_bytes() {
     let bytes = Writer::new().to_bytes().unwrap();
     for len in 1..64 {
         assert!(
-            matches!(Store::new(&bytes[..len]), Err(KastError::TruncatedHeader { len: l }) if l == len as u64)
+            matches!(Store::new(&bytes[..len]), Err(KastError::Core(binfmt_core::Error::Truncated { available, .. })) if available == len as u64)
         );
     }
 }
@@ -233,8 +394,10 @@ proptest! {
         for (item, (key, (item_type, bytes))) in store.items().zip(&items) {
             prop_assert_eq!(item.key(), key.as_slice());
             prop_assert_eq!(item.item_type(), *item_type);
-            prop_assert_eq!(item.le_bytes(), bytes.as_slice());
-            prop_assert_eq!(store.get(key).unwrap().le_bytes(), bytes.as_slice());
+            let read = item.le_bytes().unwrap();
+            prop_assert_eq!(read.as_ref(), bytes.as_slice());
+            let found = store.get(key).unwrap().le_bytes().unwrap();
+            prop_assert_eq!(found.as_ref(), bytes.as_slice());
         }
     }
 
@@ -259,7 +422,7 @@ proptest! {
         bytes[16..24].copy_from_slice(&len.to_le_bytes());
         if let Ok(store) = Store::new(bytes) {
             for item in store.items() {
-                prop_assert!(item.le_bytes().len() as u64 == item.len() * item.item_type().size());
+                prop_assert!(item.le_bytes().unwrap().len() as u64 == item.len() * item.item_type().size());
             }
         }
     }

@@ -105,6 +105,18 @@ impl BlobMapWriter {
         self.entries.is_empty()
     }
 
+    /// The keys in the order [`write_to`](Self::write_to) reads their
+    /// values (bucket by bucket); a repeated key is an error.
+    pub fn write_order(&self) -> Result<Vec<&str>> {
+        Ok(self
+            .place()?
+            .iter()
+            .flatten()
+            .filter_map(|placed| self.entries.get(placed.entry))
+            .map(|entry| entry.key.as_str())
+            .collect())
+    }
+
     /// Writes the map to `out`, the container and small buckets compressed
     /// with `compression`; `open(key)` gives each value's bytes, which must
     /// be exactly the size added. Returns `out`.
@@ -231,8 +243,8 @@ impl BlobMapWriter {
         let Some(Entry { key, size }) = self.entries.get(placed.entry) else {
             return Ok(());
         };
-        let reading = |source| ParError::Io {
-            during: "reading a map value",
+        let reading = |source| ParError::ValueRead {
+            key: key.clone(),
             source,
         };
         // One byte past the declared size tells a longer value apart.

@@ -277,6 +277,15 @@ pub enum ParError {
         produced: u64,
     },
 
+    /// Reading a streamed map value from the reader its writer was given.
+    #[error("reading map value {key:?}: {source}")]
+    ValueRead {
+        /// The entry's key.
+        key: String,
+        /// The reader's failure.
+        source: io::Error,
+    },
+
     /// An I/O failure with no path to name: writing to a caller's `Write`,
     /// or reading a caller's `Read`.
     #[error("{during}: {source}")]
@@ -441,7 +450,7 @@ impl From<ParError> for ParcodeError {
             ParError::Encode { .. } | ParError::ValueLength { .. } => {
                 Self::Serialization(error.to_string())
             }
-            ParError::Io { ref source, .. } => {
+            ParError::Io { ref source, .. } | ParError::ValueRead { ref source, .. } => {
                 Self::Io(Arc::new(io::Error::new(source.kind(), Detail::from(error))))
             }
             ParError::Core(binfmt_core::Error::Io { ref source, .. }) => {

@@ -13,7 +13,7 @@
 //! Two layers:
 //!
 //! - physical: [`ParFile`] and [`Chunk`] read and check the chunk tree
-//!   ([`mod@format`] has the byte layout); [`ChunkGraph`] writes one, bottom-up,
+//!   ([`format`](mod@format) has the byte layout); [`ChunkGraph`] writes one, bottom-up,
 //!   deterministically;
 //! - typed, what the reference puts in payloads (bincode 2, standard
 //!   configuration): [`LazyVec`] for `Vec<T>`, [`LazyMap`] for

@@ -625,16 +625,18 @@ where
     /// assert_eq!(text, "hello");
     /// # Ok::<(), binfmt_parcode::ParError>(())
     /// ```
-    pub fn reader<Q>(&self, key: &Q) -> Result<Option<ValueReader<'_>>>
+    pub fn reader<Q>(&self, key: &Q) -> Result<Option<ValueReader<'a>>>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
         if self.is_inline() {
+            // The inline map is one chunk, decoded whole: the value is
+            // taken out of it.
             return Ok(self
-                .inline_map()?
-                .get(key)
-                .map(|value| ValueReader::memory(Cow::Borrowed(value.as_slice()))));
+                .decode_inline()?
+                .remove(key)
+                .map(|value| ValueReader::memory(Cow::Owned(value))));
         }
         let hash = hash_key(key);
         let bucket = self.bucket_of(hash, false)?;
@@ -643,7 +645,138 @@ where
         };
         bucket.value_reader(index, key_len).map(Some)
     }
+
+    /// Every key with its value's size in bytes, without reading the
+    /// values: from a bucket stored as is, each entry's key and length
+    /// prefix only (announced to the source together); an LZ4 bucket is
+    /// decompressed. Every entry read is checked as [`load`](Self::load)
+    /// checks it, and a key stored twice is an error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use binfmt_parcode::{ChunkGraph, Compression, LazyMap, MapLayout, ParFile};
+    ///
+    /// let files = HashMap::from([("a.txt".to_string(), vec![7; 1000])]);
+    /// let mut graph = ChunkGraph::new();
+    /// let root = graph.map(&files, MapLayout::Buckets)?;
+    /// let file = ParFile::new(graph.to_bytes(root, Compression::None)?)?;
+    /// let lazy: LazyMap<String, Vec<u8>> = LazyMap::new(file.root()?)?;
+    /// assert_eq!(lazy.value_lens()?, vec![("a.txt".to_string(), 1000)]);
+    /// # Ok::<(), binfmt_parcode::ParError>(())
+    /// ```
+    pub fn value_lens(&self) -> Result<Vec<(K, u64)>>
+    where
+        K: Clone,
+    {
+        if self.is_inline() {
+            return Ok(self
+                .inline_map()?
+                .iter()
+                .map(|(key, value)| (key.clone(), value.len() as u64))
+                .collect());
+        }
+        self.container.check_children_disjoint()?;
+        let source = self.container.source();
+        let mut listed = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for index in 0..self.buckets {
+            let bucket = self.bucket(index, false)?;
+            if let Data::Stored(chunk) = &bucket.data {
+                let prefixes: Vec<_> = (0..bucket.count)
+                    .filter_map(|entry| bucket.span(entry).ok())
+                    .map(|(start, length)| {
+                        let at = chunk.offset() + bucket.data_start + start;
+                        at..at + length.min(KEY_READ)
+                    })
+                    .collect();
+                source.will_read(&prefixes);
+            }
+            for entry in 0..bucket.count {
+                let (key, len) = bucket.key_and_value_len::<K>(entry)?;
+                if !seen.insert(key.clone()) {
+                    return Err(ParError::DuplicateKey {
+                        offset: bucket.at,
+                        entry: u64::from(entry),
+                    });
+                }
+                listed.push((key, len));
+            }
+        }
+        Ok(listed)
+    }
+
+    /// Tells the source that the values under `keys` will be read next, so
+    /// a remote one fetches them together: the buckets' trailers, then
+    /// their tables (an LZ4 bucket whole), then the entries with the keys'
+    /// hashes, each step one batch of ranges. Does nothing for a source in
+    /// memory or an inline map; errors are left for the reads to report.
+    pub fn prefetch<'k, Q>(&self, keys: impl IntoIterator<Item = &'k Q>)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized + 'k,
+    {
+        let source = self.container.source();
+        if self.is_inline() || source.in_memory().is_some() {
+            return;
+        }
+        let mut wanted: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
+        for key in keys {
+            let hash = hash_key(key);
+            let index = (hash % u64::from(self.buckets)) as u32;
+            wanted.entry(index).or_default().push(hash);
+        }
+        let ranges: Vec<_> = wanted
+            .keys()
+            .filter_map(|&index| self.container.child_range(index))
+            .collect();
+        let trailers: Vec<_> = ranges
+            .iter()
+            .map(|range| {
+                range.end - (range.end - range.start).min(crate::reader::TAIL_READ)..range.end
+            })
+            .collect();
+        source.will_read(&trailers);
+        let chunks: Vec<_> = wanted
+            .iter()
+            .filter_map(|(&index, hashes)| Some((self.container.child(index).ok()?, index, hashes)))
+            .collect();
+        let heads: Vec<_> = chunks
+            .iter()
+            .map(|(chunk, _, _)| {
+                let stored = chunk.stored_range();
+                if chunk.compression() == crate::Compression::None {
+                    stored.start..stored.end.min(stored.start + HEAD_READ)
+                } else {
+                    stored
+                }
+            })
+            .collect();
+        source.will_read(&heads);
+        let mut entries = Vec::new();
+        for (chunk, index, hashes) in chunks {
+            let Ok(bucket) = Bucket::open(chunk, index, self.buckets, false) else {
+                continue;
+            };
+            if let Data::Stored(chunk) = &bucket.data {
+                for &hash in hashes {
+                    for entry in bucket.with_hash(hash) {
+                        if let Ok((start, length)) = bucket.span(entry) {
+                            let at = chunk.offset() + bucket.data_start + start;
+                            entries.push(at..at + length);
+                        }
+                    }
+                }
+            }
+        }
+        source.will_read(&entries);
+    }
 }
+
+/// Bytes of a bucket stored as is announced at first for a prefetch: its
+/// header and the tables of up to about 5,000 entries.
+const HEAD_READ: u64 = 64 << 10;
 
 /// A map value read as a stream ([`LazyMap::reader`]); failures are
 /// `io::Error`s that [`ParError::from_io`] turns back into the typed error.
@@ -958,6 +1091,38 @@ impl<'a> Bucket<'a> {
                 Ok((key, used)) => {
                     self.check_hash(entry, &key)?;
                     return Ok((key, used as u64));
+                }
+                Err(_) if read < length => read = length.min(read.saturating_mul(16)),
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Entry `entry`'s key, checked against its hash, and the length of
+    /// its value, a byte vector, which must end where the entry does;
+    /// reads only a prefix of the entry when that holds both.
+    fn key_and_value_len<K: DeserializeOwned + Hash>(&self, entry: u32) -> Result<(K, u64)> {
+        let (start, length) = self.span(entry)?;
+        let mut read = length.min(KEY_READ);
+        loop {
+            let bytes = self.bytes(self.data_start + start, read)?;
+            let decoded = decode::<K>(&bytes, self.at, "map key").and_then(|(key, used)| {
+                let rest = bytes.get(used..).unwrap_or_default();
+                let (len, more) = decode::<u64>(rest, self.at, "map value length")?;
+                Ok((key, (used + more) as u64, len))
+            });
+            match decoded {
+                Ok((key, prefix, len)) => {
+                    self.check_hash(entry, &key)?;
+                    if prefix.checked_add(len) != Some(length) {
+                        return Err(ParError::EntryLength {
+                            bucket: self.at,
+                            entry,
+                            length,
+                            used: prefix.saturating_add(len),
+                        });
+                    }
+                    return Ok((key, len));
                 }
                 Err(_) if read < length => read = length.min(read.saturating_mul(16)),
                 Err(error) => return Err(error),

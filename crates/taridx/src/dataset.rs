@@ -1,23 +1,81 @@
-//! Using an index: samples, lookups by stem, extension filters and payload
-//! bytes, over an index and its memory-mapped shards.
+//! Using an index: samples, lookups by key or by member name, extension
+//! filters and member payloads, over an index and its shards.
+//!
+//! Opening a dataset reads the index, never a shard: shards are opened on
+//! first use and at most [`DatasetOptions::open_shards`] stay open (least
+//! recently used closed first), so a fold of any number of shards works
+//! under any `ulimit -n`. Every read checks the tar header at the row's
+//! offset first ([`Index::check_row`]), so a stale or crafted index never
+//! returns another member's bytes.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use binfmt_core::{ByteSource, FileSource, SourceExt};
+use binfmt_core::{ByteSource, Source};
 
-use crate::build::{fold_index_path, fold_shards, keyhash, split_name};
+use crate::build::{fold_index_path, fold_shards};
 use crate::error::{Result, TaridxError};
 use crate::format::Row;
 use crate::index::{Index, rows_contiguous};
-use crate::tar::{BLOCK_SIZE, HeaderBlock};
+use crate::keys::keyhash;
+use crate::member::{MemberInfo, MemberReader};
+use crate::shards::{DEFAULT_OPEN_SHARDS, OpenShards, ShardFiles, ShardSet};
+use crate::tar::BLOCK_SIZE;
 
-/// One tar shard, mapped for zero-copy payloads and open for positional reads.
-#[derive(Debug)]
-struct Shard {
-    map: ByteSource,
-    file: FileSource,
+/// How a dataset opens its shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DatasetOptions {
+    /// The most shards kept open at once (at least 1; default 64).
+    pub open_shards: usize,
+    /// Map shards (zero-copy payloads through [`MemberReader::as_slice`])
+    /// instead of reading them by `pread` (the default: memory holds only
+    /// what is read).
+    pub map_shards: bool,
+    /// [`Dataset::open_fold_with`] indexes a fold that has no index yet
+    /// (glzn's `parse_if_missing`, for the one fold asked for), with these
+    /// options, and writes its index. Off by default.
+    pub index_if_missing: Option<crate::IndexOptions>,
+}
+
+impl Default for DatasetOptions {
+    fn default() -> Self {
+        Self {
+            open_shards: DEFAULT_OPEN_SHARDS,
+            map_shards: false,
+            index_if_missing: None,
+        }
+    }
+}
+
+impl DatasetOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`DatasetOptions::open_shards`].
+    #[must_use]
+    pub fn open_shards(mut self, open_shards: usize) -> Self {
+        self.open_shards = open_shards;
+        self
+    }
+
+    /// Sets [`DatasetOptions::map_shards`].
+    #[must_use]
+    pub fn map_shards(mut self, map_shards: bool) -> Self {
+        self.map_shards = map_shards;
+        self
+    }
+
+    /// Sets [`DatasetOptions::index_if_missing`].
+    #[must_use]
+    pub fn index_if_missing(mut self, options: Option<crate::IndexOptions>) -> Self {
+        self.index_if_missing = options;
+        self
+    }
 }
 
 /// An index with its shards: the rows of a fold as samples.
@@ -26,65 +84,120 @@ struct Shard {
 /// order; sample access needs contiguous rows (see
 /// [`Dataset::enforce_contiguous`]). Filters and reordering change this
 /// dataset's view of the rows, never the index file.
+///
+/// # Examples
+///
+/// ```no_run
+/// use binfmt_taridx::Dataset;
+///
+/// let mut dataset = Dataset::open_fold("shards", "train")?;
+/// dataset.filter_extensions(&["jpg", "cls"])?;
+/// dataset.enforce_contiguous();
+/// for row in dataset.sample(0)?.unwrap_or_default() {
+///     let member = dataset.member(row)?;
+///     println!("{}: {} bytes", member.name(), member.size());
+/// }
+/// # Ok::<(), binfmt_taridx::TaridxError>(())
+/// ```
 #[derive(Debug)]
-pub struct Dataset {
-    index: Index,
-    shards: Vec<Shard>,
+pub struct Dataset<S = ByteSource> {
+    index: Index<S>,
+    shards: OpenShards,
+    /// The rows when they are not viewed in place in the index: filtered,
+    /// reordered, or read from a source that is not in memory.
     view: Option<Vec<Row>>,
     contiguous: bool,
     sample_starts: OnceLock<Vec<usize>>,
 }
 
-impl Dataset {
+impl Dataset<ByteSource> {
     /// Opens `ROOT/FOLD.taridx` and the shards `ROOT/FOLD_*.tar` by the
     /// fold convention.
     pub fn open_fold(root: impl AsRef<Path>, fold: &str) -> Result<Self> {
-        let root = root.as_ref();
-        Self::open(fold_index_path(root, fold), &fold_shards(root, fold)?)
+        Self::open_fold_with(root, fold, DatasetOptions::default())
     }
 
-    /// Opens an index and its shards, given in fid order.
+    /// [`Dataset::open_fold`] with options; with
+    /// [`DatasetOptions::index_if_missing`], a fold without an index is
+    /// indexed first.
+    pub fn open_fold_with(
+        root: impl AsRef<Path>,
+        fold: &str,
+        options: DatasetOptions,
+    ) -> Result<Self> {
+        let root = root.as_ref();
+        let index = fold_index_path(root, fold);
+        let shards = fold_shards(root, fold)?;
+        if let Some(index_options) = options.index_if_missing
+            && !index.exists()
+        {
+            crate::build::write_index(&shards, &index, index_options, || {})?;
+        }
+        Self::open_with(index, &shards, options)
+    }
+
+    /// Opens an index and its shards, given in fid order. No shard is
+    /// opened until a row needs it.
     pub fn open(index: impl AsRef<Path>, shards: &[PathBuf]) -> Result<Self> {
-        let index = Index::open(index)?;
-        let shards = shards
-            .iter()
-            .map(|path| {
-                Ok(Shard {
-                    map: ByteSource::open(path)?,
-                    file: FileSource::open(path)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        Self::open_with(index, shards, DatasetOptions::default())
+    }
+
+    /// [`Dataset::open`] with options.
+    pub fn open_with(
+        index: impl AsRef<Path>,
+        shards: &[PathBuf],
+        options: DatasetOptions,
+    ) -> Result<Self> {
+        let files = ShardFiles::new(shards.to_vec()).mapped(options.map_shards);
+        Self::new(Index::open(index)?, files, options)
+    }
+}
+
+impl<S: Source> Dataset<S> {
+    /// A dataset over an opened index and any set of shards. Rows are viewed
+    /// in place when the index is in memory, read once otherwise.
+    pub fn new(
+        index: Index<S>,
+        shards: impl ShardSet + 'static,
+        options: DatasetOptions,
+    ) -> Result<Self> {
+        let view = match index.rows_in_memory() {
+            Some(_) => None,
+            None => Some(index.rows()?.into_owned()),
+        };
         let contiguous = index.is_contiguous();
         Ok(Self {
             index,
-            shards,
-            view: None,
+            shards: OpenShards::new(Box::new(shards), options.open_shards),
+            view,
             contiguous,
             sample_starts: OnceLock::new(),
         })
     }
 
     /// The index file.
-    pub fn index(&self) -> &Index {
+    pub fn index(&self) -> &Index<S> {
         &self.index
+    }
+
+    /// The shards, and how many are open.
+    pub fn shards(&self) -> &OpenShards {
+        &self.shards
     }
 
     /// The rows of this dataset's view: the index's rows, filtered or
     /// reordered by the calls made so far.
     pub fn rows(&self) -> &[Row] {
-        self.view.as_deref().unwrap_or_else(|| self.index.rows())
+        match &self.view {
+            Some(rows) => rows,
+            None => self.index.rows_in_memory().unwrap_or_default(),
+        }
     }
 
-    /// Checks every row against the shards: ids in range, payloads inside
-    /// their shards, and the header's counts and flag.
-    pub fn verify(&self) -> Result<()> {
-        let lens: Vec<u64> = self
-            .shards
-            .iter()
-            .map(|shard| binfmt_core::Source::len(&shard.file))
-            .collect();
-        self.index.verify(Some(&lens))
+    /// Checks the index ([`Index::verify`]) and every row against the tar
+    /// header it points at; returns the total payload bytes.
+    pub fn verify(&self) -> Result<u64> {
+        self.index.verify(Some(self.shards.set()))
     }
 
     /// The number of rows.
@@ -137,34 +250,59 @@ impl Dataset {
         }))
     }
 
-    /// The rows of `stem`: those with its hash and its crash id (0 unless
-    /// the crash table lists it). A stem that is not indexed but shares a
-    /// hash with one that is would match that one's rows;
-    /// [`Dataset::lookup_verified`] rules that out.
-    pub fn lookup(&self, stem: &str) -> Vec<Row> {
-        let key = (keyhash(stem), self.index.crash_id(stem));
+    /// The rows of sample `key` (a glzn stem, or a WebDataset key for
+    /// indexes built with that rule): those with its hash and its crash id.
+    /// Unchecked: a key that is not indexed but shares a hash with one that
+    /// is would match that one's rows; [`Dataset::lookup_verified`] rules
+    /// that out.
+    pub fn lookup(&self, key: &str) -> Vec<Row> {
+        let wanted = (keyhash(key), self.index.crash_id(key));
         self.rows()
             .iter()
-            .filter(|row| row.key() == key)
+            .filter(|row| row.key() == wanted)
             .copied()
             .collect()
     }
 
-    /// [`Dataset::lookup`], keeping only rows whose tar header names `stem`.
-    pub fn lookup_verified(&self, stem: &str) -> Result<Vec<Row>> {
+    /// [`Dataset::lookup`], each row checked against its tar header and kept
+    /// only when the member's real name has this key.
+    pub fn lookup_verified(&self, key: &str) -> Result<Vec<Row>> {
+        let rule = self.index.key_rule();
         let mut rows = Vec::new();
-        for row in self.lookup(stem) {
-            if split_name(&self.member_name(&row)?).stem == stem {
+        let candidates = self.lookup(key);
+        self.prefetch_headers(&candidates);
+        for row in candidates {
+            if rule.split(&self.member_info(&row)?.name).key == key {
                 rows.push(row);
             }
         }
         Ok(rows)
     }
 
-    /// Keeps only the rows of the `required` extensions, and only for stems
-    /// that have all of them, as the reference's `filter_extensions` does.
-    /// Extensions the index does not know are an error; an empty list keeps
-    /// everything.
+    /// The row of the member named `name` (its full name as tar reads it,
+    /// pax and GNU long names included): found through its key's rows, so
+    /// only those members' headers are read.
+    pub fn find(&self, name: &str) -> Result<Option<Row>> {
+        let name = String::from_utf8_lossy(crate::tar::normalize(name.as_bytes())).into_owned();
+        let split = self.index.key_rule().split(&name);
+        let candidates: Vec<Row> = self
+            .lookup(&split.key)
+            .into_iter()
+            .filter(|row| self.extension(row) == Some(split.extension.as_str()))
+            .collect();
+        self.prefetch_headers(&candidates);
+        for row in candidates {
+            if self.member_info(&row)?.name == name {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Keeps only the rows of the `required` extensions, and only for
+    /// samples that have all of them, as the reference's
+    /// `filter_extensions` does. Extensions the index does not know are an
+    /// error; an empty list keeps everything.
     pub fn filter_extensions(&mut self, required: &[&str]) -> Result<()> {
         if required.is_empty() {
             return Ok(());
@@ -187,8 +325,7 @@ impl Dataset {
             .filter(|(_, k)| required.contains(&k.as_str()))
             .map(|(id, _)| id as u16)
             .collect();
-        let mut per_key: std::collections::HashMap<(u64, u32), HashSet<u16>> =
-            std::collections::HashMap::new();
+        let mut per_key: HashMap<(u64, u32), HashSet<u16>> = HashMap::new();
         for row in self.rows() {
             if wanted.contains(&row.extid.get()) {
                 per_key
@@ -227,52 +364,156 @@ impl Dataset {
 
     /// The extension of a row.
     pub fn extension(&self, row: &Row) -> Option<&str> {
-        self.index
-            .extensions()
-            .get(usize::from(row.extid.get()))
-            .map(String::as_str)
+        self.index.extension(row)
     }
 
-    fn shard(&self, row: &Row) -> Result<&Shard> {
+    /// The row's number in the index, for messages (a search: only on
+    /// failure paths).
+    fn row_number(&self, row: &Row) -> u64 {
+        self.rows()
+            .iter()
+            .position(|r| r == row)
+            .map_or(u64::MAX, |at| at as u64)
+    }
+
+    fn shard(&self, row: &Row) -> Result<std::sync::Arc<dyn Source>> {
         let fid = row.fid.get();
-        self.shards
-            .get(usize::from(fid))
-            .ok_or(TaridxError::FidOutOfRange {
-                row: 0,
+        let count = self.shards.set().count();
+        if usize::from(fid) >= count {
+            return Err(TaridxError::FidOutOfRange {
+                row: self.row_number(row),
                 fid,
-                shards: self.shards.len(),
-            })
+                shards: count,
+            });
+        }
+        self.shards.get(fid)
     }
 
-    /// A row's payload, as a slice of the memory-mapped shard.
-    pub fn payload(&self, row: &Row) -> Result<&[u8]> {
+    /// Announces that `rows` (a sample's, say) will be read: each shard is
+    /// told the one range from the first member's headers to the last
+    /// member's end, so a source that pays per request (a remote shard)
+    /// fetches a sample in one request instead of one per member. Local
+    /// shards ignore it.
+    pub fn prefetch(&self, rows: &[Row]) {
+        let mut spans: BTreeMap<u16, Range<u64>> = BTreeMap::new();
+        for row in rows {
+            let (start, end) = (Self::header_start(row), Self::member_end(row));
+            spans
+                .entry(row.fid.get())
+                .and_modify(|span| {
+                    span.start = span.start.min(start);
+                    span.end = span.end.max(end);
+                })
+                .or_insert(start..end);
+        }
+        for (fid, span) in spans {
+            self.announce(fid, vec![span]);
+        }
+    }
+
+    /// Announces that the tar headers of `rows` will be read
+    /// ([`Dataset::member_info`], a listing): each shard is told every
+    /// row's header range, payloads left out, so a remote shard fetches
+    /// them in a few merged requests, several at once.
+    pub fn prefetch_headers(&self, rows: &[Row]) {
+        let mut ranges: BTreeMap<u16, Vec<Range<u64>>> = BTreeMap::new();
+        for row in rows {
+            let header_end = row.offset.get().saturating_add(BLOCK_SIZE as u64);
+            ranges
+                .entry(row.fid.get())
+                .or_default()
+                .push(Self::header_start(row)..header_end);
+        }
+        for (fid, ranges) in ranges {
+            self.announce(fid, ranges);
+        }
+    }
+
+    /// Where reading a row's header starts: the lookback that catches the
+    /// pax or GNU records before it.
+    fn header_start(row: &Row) -> u64 {
+        row.offset
+            .get()
+            .saturating_sub(crate::member::NEAR_LOOKBACK)
+    }
+
+    /// Where a row's payload ends (as the row says; checked when read).
+    fn member_end(row: &Row) -> u64 {
+        row.payload_offset().saturating_add(row.size.get())
+    }
+
+    /// Hands `ranges` of shard `fid`, clamped to its length, to its
+    /// [`Source::will_read`]; a shard that cannot be opened is left for the
+    /// read to report.
+    fn announce(&self, fid: u16, ranges: Vec<Range<u64>>) {
+        if let Ok(shard) = self.shards.get(fid) {
+            let len = shard.len();
+            let ranges: Vec<Range<u64>> = ranges
+                .into_iter()
+                .map(|range| range.start.min(len)..range.end.min(len))
+                .collect();
+            shard.will_read(&ranges);
+        }
+    }
+
+    /// What the tar header at the row's offset says, checked against the
+    /// row ([`Index::check_row`]).
+    pub fn member_info(&self, row: &Row) -> Result<MemberInfo> {
         let shard = self.shard(row)?;
-        Ok(binfmt_core::range::slice_at(
-            &shard.map,
-            row.payload_offset(),
-            row.size.get(),
-            "payload",
-        )?)
+        self.index
+            .check_row(&*shard, u64::MAX, row)
+            .map_err(|error| self.renumber(error, row))
     }
 
-    /// A row's payload, read from the shard by position.
-    pub fn read_payload(&self, row: &Row) -> Result<Vec<u8>> {
-        Ok(self
-            .shard(row)?
-            .file
-            .bytes_at(row.payload_offset(), row.size.get(), "payload")?
-            .into_owned())
-    }
-
-    /// The member name in a row's tar header (the ustar prefix and name;
-    /// a GNU long name or pax path lives in the record before the header and
-    /// is not seen here).
-    pub fn member_name(&self, row: &Row) -> Result<Vec<u8>> {
+    /// A reader of the row's payload, after its tar header was checked
+    /// against the row.
+    pub fn member(&self, row: &Row) -> Result<MemberReader> {
         let shard = self.shard(row)?;
-        let mut block = [0u8; BLOCK_SIZE];
-        shard
-            .file
-            .fill_at(row.offset.get(), &mut block, "tar header")?;
-        Ok(HeaderBlock::new(&block).path())
+        // The header and the payload after it: a remote shard fetches both
+        // in one request.
+        let end = Self::member_end(row).min(shard.len());
+        let span = Self::header_start(row).min(end)..end;
+        shard.will_read(std::slice::from_ref(&span));
+        let info = self
+            .index
+            .check_row(&*shard, u64::MAX, row)
+            .map_err(|error| self.renumber(error, row))?;
+        Ok(MemberReader::new(shard, row, info))
+    }
+
+    /// The row's payload in a buffer ([`Dataset::member`], read to the end).
+    pub fn read(&self, row: &Row) -> Result<Vec<u8>> {
+        self.member(row)?.into_vec()
+    }
+
+    /// Puts the row's number into an error raised without it.
+    fn renumber(&self, error: TaridxError, row: &Row) -> TaridxError {
+        match error {
+            TaridxError::RowMismatch {
+                shard,
+                offset,
+                problem,
+                ..
+            } => TaridxError::RowMismatch {
+                row: self.row_number(row),
+                shard,
+                offset,
+                problem,
+            },
+            TaridxError::PayloadPastShard {
+                fid,
+                offset,
+                size,
+                shard_len,
+                ..
+            } => TaridxError::PayloadPastShard {
+                row: self.row_number(row),
+                fid,
+                offset,
+                size,
+                shard_len,
+            },
+            other => other,
+        }
     }
 }

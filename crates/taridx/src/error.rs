@@ -1,5 +1,13 @@
-//! Everything reading, verifying or building an index can fail with.
+//! Everything reading, verifying, building or writing TARIDX can fail with.
+//!
+//! Failures every format shares (bad magic, an unsupported version, a
+//! truncated file, a range out of bounds, an overflow, a file that is not
+//! regular, I/O on a path) are [`binfmt_core::Error`] values, carried by
+//! [`TaridxError::Core`]. The other variants name what is wrong and where:
+//! the field and the values that disagree, the row, the shard and the byte
+//! offset of the tar header at fault.
 
+use std::io;
 use std::path::PathBuf;
 
 use crate::tar::TarProblem;
@@ -7,138 +15,417 @@ use crate::tar::TarProblem;
 /// `Result` with [`TaridxError`].
 pub type Result<T, E = TaridxError> = std::result::Result<T, E>;
 
-/// A TARIDX failure. Index checks name the field and the values that
-/// disagree; row checks name the row; shard problems name the shard and the
-/// byte offset of the header at fault.
+/// A TARIDX failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaridxError {
-    /// The file is shorter than the 64-byte header.
-    #[error("truncated header: the file has {len} bytes, a taridx header is 64")]
-    TruncatedHeader { len: u64 },
-
-    /// The magic field is not `TARIDX\0\0`.
-    #[error("not a taridx file: magic {found:?}")]
-    BadMagic { found: String },
-
-    /// A major version other than 1.
-    #[error("incompatible taridx version {major}.{minor}: this reader reads major version 1")]
-    IncompatibleVersion { major: u16, minor: u16 },
-
     /// `hdr_size` is not 64.
     #[error("hdr_size is {found}, expected 64")]
-    BadHeaderSize { found: u16 },
+    BadHeaderSize {
+        /// The value in the header.
+        found: u16,
+    },
 
     /// `rec_size` is not 32.
     #[error("rec_size is {found}, expected 32")]
-    BadRecordSize { found: u16 },
+    BadRecordSize {
+        /// The value in the header.
+        found: u16,
+    },
 
     /// `off_crash` points into the header.
     #[error("off_crash {off_crash} is inside the 64-byte header")]
-    CrashBlockInHeader { off_crash: u64 },
+    CrashBlockInHeader {
+        /// The value in the header.
+        off_crash: u64,
+    },
 
     /// `off_arr` is before `off_crash`.
     #[error("off_arr {off_arr} is before off_crash {off_crash}")]
-    RowsBeforeCrashBlock { off_crash: u64, off_arr: u64 },
+    RowsBeforeCrashBlock {
+        /// Where the crash block starts.
+        off_crash: u64,
+        /// Where the rows start.
+        off_arr: u64,
+    },
 
     /// `off_arr` is past the end of the file.
     #[error("off_arr {off_arr} is past the end of the {len}-byte file")]
-    RowsPastEnd { off_arr: u64, len: u64 },
+    RowsPastEnd {
+        /// Where the rows start.
+        off_arr: u64,
+        /// The file's size.
+        len: u64,
+    },
 
     /// The row region is not a whole number of 32-byte rows.
     #[error("the row region is {bytes} bytes, not a multiple of 32")]
-    RaggedRows { bytes: u64 },
+    RaggedRows {
+        /// The region's size.
+        bytes: u64,
+    },
 
     /// The row region holds a different number of rows than `n_rows` says.
     #[error("n_rows is {header} but the row region holds {actual} rows")]
-    RowCountMismatch { header: u64, actual: u64 },
+    RowCountMismatch {
+        /// `n_rows`.
+        header: u64,
+        /// Rows in the region.
+        actual: u64,
+    },
 
     /// The extension or crash-stem block is not UTF-8.
-    #[error("the {block} block is not UTF-8")]
-    BlockNotUtf8 { block: &'static str },
+    #[error("the {block} block is not UTF-8 (at byte {offset} of the file)")]
+    BlockNotUtf8 {
+        /// `"extension"` or `"crash-stem"`.
+        block: &'static str,
+        /// The file offset of the first invalid byte.
+        offset: u64,
+    },
 
     /// `n_ext` disagrees with the extension block.
     #[error("n_ext is {header} but the extension block holds {decoded}")]
-    ExtensionCountMismatch { header: u32, decoded: u64 },
+    ExtensionCountMismatch {
+        /// `n_ext`.
+        header: u32,
+        /// Entries in the block.
+        decoded: u64,
+    },
 
     /// `n_crash` disagrees with the crash-stem block.
     #[error("n_crash is {header} but the crash-stem block holds {decoded}")]
-    CrashCountMismatch { header: u32, decoded: u64 },
+    CrashCountMismatch {
+        /// `n_crash`.
+        header: u32,
+        /// Entries in the block.
+        decoded: u64,
+    },
 
     /// A row's extension id is not below `n_ext`.
     #[error("row {row}: extid {extid} is out of range (n_ext {n_ext})")]
-    ExtidOutOfRange { row: u64, extid: u16, n_ext: u32 },
+    ExtidOutOfRange {
+        /// The row number.
+        row: u64,
+        /// Its extension id.
+        extid: u16,
+        /// The number of extensions.
+        n_ext: u32,
+    },
 
     /// A row's crash id is above `n_crash`.
     #[error("row {row}: crashid {crashid} is out of range (n_crash {n_crash})")]
     CrashidOutOfRange {
+        /// The row number.
         row: u64,
+        /// Its crash id.
         crashid: u32,
+        /// The number of crash stems.
         n_crash: u32,
     },
 
     /// A row's shard id is not below the number of shards.
     #[error("row {row}: fid {fid} is out of range ({shards} shards)")]
-    FidOutOfRange { row: u64, fid: u16, shards: usize },
+    FidOutOfRange {
+        /// The row number.
+        row: u64,
+        /// Its shard id.
+        fid: u16,
+        /// The number of shards.
+        shards: usize,
+    },
 
-    /// A row's payload reaches past the end of its shard.
+    /// A row's member (header and payload) reaches past the end of its shard.
     #[error(
         "row {row}: payload at {offset} + 512 + {size} runs past the end of shard {fid} ({shard_len} bytes)"
     )]
     PayloadPastShard {
+        /// The row number.
         row: u64,
+        /// Its shard id.
         fid: u16,
+        /// Its header offset.
         offset: u64,
+        /// Its payload size.
         size: u64,
+        /// The shard's size.
         shard_len: u64,
+    },
+
+    /// The tar header a row points at does not describe the row's member.
+    #[error("row {row}: shard {} at byte {offset}: {problem}", shard.display())]
+    RowMismatch {
+        /// The row number.
+        row: u64,
+        /// The shard.
+        shard: PathBuf,
+        /// The row's header offset.
+        offset: u64,
+        /// What disagrees.
+        problem: Box<RowProblem>,
+    },
+
+    /// Two rows point at the same tar member.
+    #[error("rows {first} and {second} both point at the member at byte {offset} of shard {fid}")]
+    RowsShareMember {
+        /// The earlier row.
+        first: u64,
+        /// The later row.
+        second: u64,
+        /// The shard id.
+        fid: u16,
+        /// The header offset.
+        offset: u64,
+    },
+
+    /// Two rows' members (header and payload) overlap in one shard.
+    #[error(
+        "rows {first} and {second} overlap in shard {fid}: the member at byte {second_offset} starts inside the one at byte {first_offset}"
+    )]
+    MembersOverlap {
+        /// The row whose member starts first.
+        first: u64,
+        /// The row whose member starts inside it.
+        second: u64,
+        /// The shard id.
+        fid: u16,
+        /// Where the first member's header is.
+        first_offset: u64,
+        /// Where the second member's header is.
+        second_offset: u64,
+    },
+
+    /// The payload sizes of all rows add up to more than 64 bits hold.
+    #[error("the rows' payload sizes add up to more than 2^64 bytes (at row {row})")]
+    TotalOverflow {
+        /// The row whose size overflowed the sum.
+        row: u64,
     },
 
     /// The contiguity flag says one thing, the rows another.
     #[error("flags bit 0 says rows are {} but they are {}", contiguity(*flag), contiguity(*actual))]
-    ContiguityFlagWrong { flag: bool, actual: bool },
+    ContiguityFlagWrong {
+        /// What the flag says.
+        flag: bool,
+        /// What the rows are.
+        actual: bool,
+    },
 
     /// `n_stems` disagrees with the distinct `(keyhash, crashid)` keys of the rows.
     #[error("n_stems is {header} but the rows hold {actual} distinct (keyhash, crashid) keys")]
-    StemCountMismatch { header: u64, actual: u64 },
+    StemCountMismatch {
+        /// `n_stems`.
+        header: u64,
+        /// Distinct keys in the rows.
+        actual: u64,
+    },
 
     /// A tar shard is corrupt or truncated.
     #[error("shard {}: {problem} at byte {offset}", shard.display())]
     Shard {
+        /// The shard.
         shard: PathBuf,
+        /// The byte offset of the header at fault.
         offset: u64,
+        /// What is wrong.
         problem: TarProblem,
+    },
+
+    /// A shard is a compressed tar, which cannot be read by offset.
+    #[error("{} is {compression}-compressed; TARIDX needs uncompressed tar (decompress it first)", shard.display())]
+    CompressedShard {
+        /// The shard.
+        shard: PathBuf,
+        /// `gzip`, `zstd`, `bzip2` or `xz`.
+        compression: &'static str,
     },
 
     /// More shards than a u16 fid can number.
     #[error("{count} shards: a taridx fid is 16 bits, so at most 65536 shards")]
-    TooManyShards { count: usize },
+    TooManyShards {
+        /// How many there are.
+        count: usize,
+    },
 
     /// More extensions than a u16 extid can number.
-    #[error("more than 65536 distinct extensions: a taridx extid is 16 bits")]
-    TooManyExtensions,
+    #[error("{count} extensions: a taridx extid is 16 bits, so at most 65536")]
+    TooManyExtensions {
+        /// How many there are (or the header claims).
+        count: u64,
+    },
 
     /// No shard follows the fold naming convention.
     #[error("no shards named {fold}_<shard>.tar in {}", root.display())]
-    NoShards { root: PathBuf, fold: String },
+    NoShards {
+        /// The directory searched.
+        root: PathBuf,
+        /// The fold.
+        fold: String,
+    },
 
     /// A dataset operation needs rows grouped by sample.
     #[error("rows are not contiguous by (keyhash, crashid): use enforce_contiguous() first")]
     NotContiguous,
 
     /// No sample has every extension `filter_extensions` asked for.
-    #[error("no stem has all of the extensions {required:?}")]
-    NoStemHasAll { required: Vec<String> },
+    #[error("no sample has all of the extensions {required:?}")]
+    NoStemHasAll {
+        /// The extensions asked for.
+        required: Vec<String>,
+    },
 
     /// `filter_extensions` asked for an extension the index does not know.
     #[error("unknown extensions {unknown:?}; the index has {known:?}")]
     UnknownExtensions {
+        /// Those not in the index.
         unknown: Vec<String>,
+        /// Those in the index.
         known: Vec<String>,
     },
 
-    /// An I/O or lower-level failure.
+    /// A name a writer refuses: readers or extractors would refuse it or
+    /// read it as something else.
+    #[error("refused member name {name:?}: {why}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// Why.
+        why: &'static str,
+    },
+
+    /// A writer was given the same member name twice.
+    #[error("member name {name:?} was already written")]
+    DuplicateName {
+        /// The name.
+        name: String,
+    },
+
+    /// One sample was given the same extension twice, or an extension a
+    /// member name cannot carry.
+    #[error("sample {key:?}: {why}")]
+    BadSample {
+        /// The sample key.
+        key: String,
+        /// Why.
+        why: String,
+    },
+
+    /// A member's reader gave a different number of bytes than declared.
+    #[error("member {name:?}: declared {declared} bytes, its reader gave {actual}")]
+    SizeMismatch {
+        /// The member name.
+        name: String,
+        /// The size declared.
+        declared: u64,
+        /// The bytes the reader gave (counted up to one past the declared size).
+        actual: u64,
+    },
+
+    /// An output would overwrite one of the inputs.
+    #[error("refusing to write {} over the input {}", output.display(), input.display())]
+    OutputIsInput {
+        /// The output path.
+        output: PathBuf,
+        /// The input it is.
+        input: PathBuf,
+    },
+
+    /// A fold being written already has shards.
+    #[error("shards of fold {fold:?} already exist ({}); remove them or choose another place", shard.display())]
+    FoldExists {
+        /// The fold.
+        fold: String,
+        /// One of its shards.
+        shard: PathBuf,
+    },
+
+    /// A foreign index (wids shard list, DALI `.idx`, ratarmount SQLite)
+    /// that does not follow its format, or does not fit the shards.
+    #[error("{}: {why}", file.display())]
+    Foreign {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+
+    /// A shared failure: bad magic, unsupported version, truncation, out of
+    /// bounds, overflow, limit, not a regular file, I/O on a path.
     #[error(transparent)]
     Core(#[from] binfmt_core::Error),
+}
+
+/// What disagrees between a row and the tar header at its offset.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RowProblem {
+    /// The offset is not on a 512-byte block boundary, where tar headers are.
+    #[error("not on a 512-byte block boundary")]
+    Misaligned,
+    /// The block there is not a tar header (its checksum does not match).
+    #[error("no tar header there (checksum mismatch)")]
+    NotAHeader,
+    /// The header is not a regular file.
+    #[error("the header is not a regular file (typeflag {typeflag:?})")]
+    NotAFile {
+        /// The type flag, as a character.
+        typeflag: char,
+    },
+    /// The header's size field does not parse.
+    #[error("{0}")]
+    Tar(TarProblem),
+    /// The member's size is not the row's.
+    #[error("the member has {member} bytes, the row says {row}")]
+    Size {
+        /// The member's size.
+        member: u64,
+        /// The row's size.
+        row: u64,
+    },
+    /// The member's key does not hash to the row's keyhash.
+    #[error("member {name:?} has key {key:?}, whose hash is not the row's keyhash")]
+    Key {
+        /// The member's full name.
+        name: String,
+        /// Its key.
+        key: String,
+    },
+    /// The member's extension is not the row's.
+    #[error("member {name:?} has extension {member:?}, the row says {row:?}")]
+    Extension {
+        /// The member's full name.
+        name: String,
+        /// Its extension.
+        member: String,
+        /// The row's extension.
+        row: String,
+    },
+    /// The row's crash id does not belong to the member's key.
+    #[error("member {name:?}: the row's crashid {row} is not its key's ({expected})")]
+    CrashId {
+        /// The member's full name.
+        name: String,
+        /// The row's crash id.
+        row: u32,
+        /// The key's crash id in the index.
+        expected: u32,
+    },
+}
+
+impl TaridxError {
+    /// The error inside an `io::Error` that a member reader returned, or
+    /// a plain I/O error wrapped (named after `path`).
+    pub fn from_io(error: io::Error, path: impl Into<PathBuf>) -> Self {
+        match error.downcast::<TaridxError>() {
+            Ok(error) => error,
+            Err(error) => Self::Core(binfmt_core::Error::io(path, error)),
+        }
+    }
+
+    /// Turns the error into an `io::Error` that [`TaridxError::from_io`]
+    /// recovers.
+    pub fn into_io(self) -> io::Error {
+        io::Error::other(self)
+    }
 }
 
 fn contiguity(contiguous: bool) -> &'static str {

@@ -1,27 +1,85 @@
-//! Reading an index: [`Index::open`] checks the header and decodes the two
-//! text blocks (work independent of the number of rows) and hands out the
-//! rows in place; [`Index::verify`] walks every row.
+//! Reading an index: [`Index::new`] reads the header and the two text
+//! blocks (nothing that grows with the number of rows) and hands out the
+//! rows, borrowed in place when the source is in memory and read on demand
+//! otherwise; [`Index::verify`] walks every row, and with the shards checks
+//! every row against the tar header it points at.
+//!
+//! Memory: the extension block becomes at most 65,536 strings (extids are
+//! 16 bits, so a larger `n_ext` is refused before anything is decoded); the
+//! crash-stem block stays as stored bytes, counted against `n_crash` before
+//! anything else, and a lookup table of 8 bytes per crash stem is built the
+//! first time a crash stem is looked up.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
-use binfmt_core::ByteSource;
-use binfmt_core::layout::Record;
+use binfmt_core::layout::{FromBytes, Record};
+use binfmt_core::{ByteSource, Source, SourceExt};
 
-use crate::error::{Result, TaridxError};
-use crate::format::{FLAG_CONTIGUOUS, HEADER_SIZE, Header, MAGIC, ROW_SIZE, Row, VERSION_MAJOR};
+use crate::error::{Result, RowProblem, TaridxError};
+use crate::format::{
+    FLAG_CONTIGUOUS, FLAG_WEBDATASET_KEYS, HEADER_SIZE, Header, MAGIC, ROW_SIZE, Row, VERSION_MAJOR,
+};
+use crate::keys::{KeyRule, keyhash};
+use crate::member::{FAR_LOOKBACK, MemberInfo, NEAR_LOOKBACK, check_member, check_member_with};
+use crate::shards::ShardSet;
+
+/// The most extensions an index can use: extids are 16 bits.
+pub const MAX_EXTENSIONS: u64 = 1 << 16;
 
 /// A `.taridx` file whose header and blocks have been checked.
+///
+/// # Examples
+///
+/// ```
+/// use binfmt_taridx::{Index, IndexBuilder, KeyRule, tar::Member};
+///
+/// let mut builder = IndexBuilder::new(KeyRule::Glzn);
+/// builder.add(0, Member { offset: 0, size: 3, name: b"a/000001.jpg".to_vec() })?;
+/// let bytes = builder.write_to(Vec::new())?;
+///
+/// let index = Index::new(bytes)?; // any binfmt_core::Source; Index::open maps a path
+/// assert_eq!(index.extensions(), ["jpg"]);
+/// assert_eq!(index.row(0)?.size.get(), 3);
+/// index.verify(None)?;
+/// # Ok::<(), binfmt_taridx::TaridxError>(())
+/// ```
 #[derive(Debug)]
 pub struct Index<S = ByteSource> {
     source: S,
     version: (u16, u16),
     n_stems: u64,
-    contiguous: bool,
+    flags: u8,
     off_arr: u64,
     n_rows: u64,
     extensions: Vec<String>,
-    crash_stems: Vec<String>,
+    crash: CrashBlock,
+}
+
+/// The crash-stem block as stored, and the lookup table built on first use.
+#[derive(Debug)]
+struct CrashBlock {
+    /// The block's bytes: a range of the source when it is in memory, a copy
+    /// otherwise. Checked UTF-8.
+    bytes: BlockBytes,
+    count: u32,
+    table: OnceLock<CrashTable>,
+}
+
+#[derive(Debug)]
+enum BlockBytes {
+    InSource(Range<usize>),
+    Owned(String),
+}
+
+/// Line starts in crash-id order, and the same ids sorted by stem.
+#[derive(Debug)]
+struct CrashTable {
+    starts: Vec<u32>,
+    sorted: Vec<u32>,
 }
 
 impl Index<ByteSource> {
@@ -31,22 +89,36 @@ impl Index<ByteSource> {
     }
 }
 
-impl<S: AsRef<[u8]>> Index<S> {
+impl<S: Source> Index<S> {
     /// Checks the index held in `source`: every MUST and SHOULD of the
     /// format's reader requirements except the per-row ones, which
-    /// [`Index::verify`] adds.
+    /// [`Index::verify`] adds. Reads the 64-byte header and the two blocks
+    /// (one read each), never the rows.
     pub fn new(source: S) -> Result<Self> {
-        let bytes = source.as_ref();
-        let len = bytes.len() as u64;
-        let header = Header::ref_at(bytes, 0).map_err(|_| TaridxError::TruncatedHeader { len })?;
+        let len = source.len();
+        if len < u64::from(HEADER_SIZE) {
+            return Err(binfmt_core::Error::Truncated {
+                what: "taridx header".into(),
+                offset: 0,
+                needed: HEADER_SIZE.into(),
+                available: len,
+            }
+            .into());
+        }
+        let header: Header = source.record_at(0)?;
         if header.magic != MAGIC {
-            return Err(TaridxError::BadMagic {
-                found: header.magic.escape_ascii().to_string(),
-            });
+            return Err(
+                binfmt_core::Error::bad_magic("taridx header", 0, &MAGIC, &header.magic).into(),
+            );
         }
         let (major, minor) = (header.major.get(), header.minor.get());
         if major != VERSION_MAJOR {
-            return Err(TaridxError::IncompatibleVersion { major, minor });
+            return Err(binfmt_core::Error::UnsupportedVersion {
+                what: "taridx".into(),
+                found: format!("{major}.{minor}"),
+                supported: "this reader reads major version 1".into(),
+            }
+            .into());
         }
         if header.hdr_size.get() != HEADER_SIZE {
             return Err(TaridxError::BadHeaderSize {
@@ -79,39 +151,65 @@ impl<S: AsRef<[u8]>> Index<S> {
                 actual: n_rows,
             });
         }
-        // off_crash <= off_arr <= len, so both blocks lie inside the file.
-        let block =
-            |start: u64, end: u64| bytes.get(start as usize..end as usize).unwrap_or_default();
-        let extensions = decode_block(
-            block(u64::from(HEADER_SIZE), off_crash),
-            "extension",
-            header.n_ext.get(),
-        )?;
-        if extensions.len() as u64 != u64::from(header.n_ext.get()) {
+        let n_ext = header.n_ext.get();
+        if u64::from(n_ext) > MAX_EXTENSIONS {
+            return Err(TaridxError::TooManyExtensions {
+                count: n_ext.into(),
+            });
+        }
+        // One read for both blocks.
+        let header_end = u64::from(HEADER_SIZE);
+        let blocks = source.bytes_at(header_end, off_arr - header_end, "taridx blocks")?;
+        let split = usize::try_from(off_crash - header_end).unwrap_or(usize::MAX);
+        let (ext_bytes, crash_bytes) = blocks.split_at(split.min(blocks.len()));
+        let ext_text = utf8(ext_bytes, "extension", header_end)?;
+        let decoded = count_entries(ext_text, n_ext);
+        if decoded != u64::from(n_ext) {
             return Err(TaridxError::ExtensionCountMismatch {
-                header: header.n_ext.get(),
-                decoded: extensions.len() as u64,
+                header: n_ext,
+                decoded,
             });
         }
-        let crash_stems = decode_block(
-            block(off_crash, off_arr),
-            "crash-stem",
-            header.n_crash.get(),
-        )?;
-        if crash_stems.len() as u64 != u64::from(header.n_crash.get()) {
+        let extensions = split_entries(ext_text, n_ext).map(str::to_owned).collect();
+        let n_crash = header.n_crash.get();
+        let crash_text = utf8(crash_bytes, "crash-stem", off_crash)?;
+        let decoded = count_entries(crash_text, n_crash);
+        if decoded != u64::from(n_crash) {
             return Err(TaridxError::CrashCountMismatch {
-                header: header.n_crash.get(),
-                decoded: crash_stems.len() as u64,
+                header: n_crash,
+                decoded,
             });
         }
+        let crash_len = crash_bytes.len();
+        let bytes = match blocks {
+            Cow::Borrowed(_) => {
+                // Borrowed means the source is in memory: keep the range only.
+                let start = usize::try_from(off_crash).unwrap_or(usize::MAX);
+                BlockBytes::InSource(start..start + crash_len)
+            }
+            Cow::Owned(mut copy) => {
+                // Keep the crash block of the one copy read, without a second.
+                copy.drain(..split.min(copy.len()));
+                BlockBytes::Owned(String::from_utf8(copy).map_err(|error| {
+                    TaridxError::BlockNotUtf8 {
+                        block: "crash-stem",
+                        offset: off_crash + error.utf8_error().valid_up_to() as u64,
+                    }
+                })?)
+            }
+        };
         Ok(Self {
             version: (major, minor),
             n_stems: header.n_stems.get(),
-            contiguous: header.flags & FLAG_CONTIGUOUS != 0,
+            flags: header.flags,
             off_arr,
             n_rows,
             extensions,
-            crash_stems,
+            crash: CrashBlock {
+                bytes,
+                count: n_crash,
+                table: OnceLock::new(),
+            },
             source,
         })
     }
@@ -126,9 +224,23 @@ impl<S: AsRef<[u8]>> Index<S> {
         self.n_stems
     }
 
+    /// The number of rows.
+    pub fn num_rows(&self) -> u64 {
+        self.n_rows
+    }
+
     /// Whether the header says rows are contiguous by `(keyhash, crashid)`.
     pub fn is_contiguous(&self) -> bool {
-        self.contiguous
+        self.flags & FLAG_CONTIGUOUS != 0
+    }
+
+    /// The rule that made the keys (flag bit 1).
+    pub fn key_rule(&self) -> KeyRule {
+        if self.flags & FLAG_WEBDATASET_KEYS != 0 {
+            KeyRule::WebDataset
+        } else {
+            KeyRule::Glzn
+        }
     }
 
     /// Extension names, indexed by extid.
@@ -136,24 +248,135 @@ impl<S: AsRef<[u8]>> Index<S> {
         &self.extensions
     }
 
-    /// Crash stems: entry `i` has crash id `i + 1`.
-    pub fn crash_stems(&self) -> &[String] {
-        &self.crash_stems
+    /// The extension of a row, if its extid is in range.
+    pub fn extension(&self, row: &Row) -> Option<&str> {
+        self.extensions
+            .get(usize::from(row.extid.get()))
+            .map(String::as_str)
     }
 
-    /// The crash id of `stem`: its position in the crash table plus one, or
-    /// 0 when it is not there (the canonical stem of its hash).
-    pub fn crash_id(&self, stem: &str) -> u32 {
-        self.crash_stems
+    fn crash_text(&self) -> &str {
+        match &self.crash.bytes {
+            BlockBytes::Owned(text) => text,
+            BlockBytes::InSource(range) => self
+                .source
+                .in_memory()
+                .and_then(|bytes| bytes.get(range.clone()))
+                .and_then(|bytes| std::str::from_utf8(bytes).ok())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The number of crash stems.
+    pub fn num_crash_stems(&self) -> u32 {
+        self.crash.count
+    }
+
+    /// Crash stems in crash-id order: entry `i` has crash id `i + 1`.
+    pub fn crash_stems(&self) -> impl Iterator<Item = &str> {
+        split_entries(self.crash_text(), self.crash.count)
+    }
+
+    fn crash_table(&self) -> &CrashTable {
+        self.crash.table.get_or_init(|| {
+            let text = self.crash_text();
+            // Offsets fit in u32: a block over 4 GiB has no table (lookups
+            // then find nothing, and verify reports the rows).
+            let count = self.crash.count as usize;
+            let mut starts: Vec<u32> = Vec::new();
+            if text.len() < u32::MAX as usize {
+                // `count` was checked against the block's lines at open.
+                starts.reserve_exact(count);
+                starts.extend(
+                    std::iter::once(0)
+                        .chain(text.match_indices('\n').map(|(at, _)| at as u32 + 1))
+                        .take(count),
+                );
+            }
+            let mut sorted: Vec<u32> = Vec::with_capacity(starts.len());
+            sorted.extend(0..starts.len() as u32);
+            let table = CrashTable {
+                starts,
+                sorted: Vec::new(),
+            };
+            sorted.sort_unstable_by(|&a, &b| table.stem(text, a).cmp(table.stem(text, b)));
+            CrashTable { sorted, ..table }
+        })
+    }
+
+    /// The crash stem with crash id `id` (1-based).
+    pub fn crash_stem(&self, id: u32) -> Option<&str> {
+        let index = id.checked_sub(1)?;
+        let table = self.crash_table();
+        (index < table.starts.len() as u32).then(|| table.stem(self.crash_text(), index))
+    }
+
+    /// The crash id of `key`: its position in the crash table plus one, or
+    /// 0 when it is not there (the canonical key of its hash).
+    pub fn crash_id(&self, key: &str) -> u32 {
+        if self.crash.count == 0 {
+            return 0;
+        }
+        let table = self.crash_table();
+        let text = self.crash_text();
+        table
+            .sorted
+            .binary_search_by(|&index| table.stem(text, index).cmp(key))
+            .ok()
+            .and_then(|at| table.sorted.get(at))
+            .map_or(0, |&index| index + 1)
+    }
+
+    /// Row `i`, read from the source (a 32-byte read when it is not in memory).
+    pub fn row(&self, i: u64) -> Result<Row> {
+        if i >= self.n_rows {
+            return Err(binfmt_core::Error::OutOfBounds {
+                what: "taridx row".into(),
+                offset: i,
+                len: 1,
+                file_size: self.n_rows,
+            }
+            .into());
+        }
+        Ok(self
+            .source
+            .record_at(self.off_arr + i * u64::from(ROW_SIZE))?)
+    }
+
+    /// How many shards the rows point into: one more than the largest fid
+    /// (reads the rows when they are not in memory).
+    pub fn shard_count(&self) -> Result<usize> {
+        Ok(self
+            .rows()?
             .iter()
-            .position(|crash| crash == stem)
-            .map_or(0, |index| index as u32 + 1)
+            .map(|row| usize::from(row.fid.get()) + 1)
+            .max()
+            .unwrap_or(0))
     }
 
-    /// The rows, viewed in place.
-    pub fn rows(&self) -> &[Row] {
-        // `new` proved the row region is exactly n_rows whole rows.
-        Row::slice_at(self.source.as_ref(), self.off_arr, self.n_rows).unwrap_or_default()
+    /// All rows: borrowed in place when the source is in memory, read in one
+    /// request otherwise (32 bytes per row, the size of the row region).
+    pub fn rows(&self) -> Result<Cow<'_, [Row]>> {
+        let bytes = self.source.bytes_at(
+            self.off_arr,
+            self.n_rows * u64::from(ROW_SIZE),
+            "taridx rows",
+        )?;
+        Ok(match bytes {
+            Cow::Borrowed(bytes) => Cow::Borrowed(Row::slice_at(bytes, 0, self.n_rows)?),
+            Cow::Owned(bytes) => Cow::Owned(
+                bytes
+                    .chunks_exact(usize::from(ROW_SIZE))
+                    .filter_map(|chunk| Row::read_from_bytes(chunk).ok())
+                    .collect(),
+            ),
+        })
+    }
+
+    /// The rows when the source is in memory, viewed in place.
+    pub fn rows_in_memory(&self) -> Option<&[Row]> {
+        let bytes = self.source.in_memory()?;
+        Row::slice_at(bytes, self.off_arr, self.n_rows).ok()
     }
 
     /// The storage the index reads from.
@@ -161,19 +384,88 @@ impl<S: AsRef<[u8]>> Index<S> {
         &self.source
     }
 
-    /// Walks every row: extension and crash ids in range, the header's
-    /// `n_stems` and contiguity flag true of the rows, and, when the shard
-    /// sizes are given (in fid order), every fid in range and every payload
-    /// inside its shard.
-    pub fn verify(&self, shard_lens: Option<&[u64]>) -> Result<()> {
+    /// Checks row `number` against the tar header it points at in `shard`
+    /// ([`crate::Dataset::member`] does this before every read): see
+    /// spec/taridx.md §4 for the rules. Returns the member's real name.
+    pub fn check_row<T: Source + ?Sized>(
+        &self,
+        shard: &T,
+        number: u64,
+        row: &Row,
+    ) -> Result<MemberInfo> {
+        let located = |failure: crate::member::Failure| failure.at(shard, number, row);
+        let mut info = check_member(shard, row).map_err(located)?;
+        if !info.from_record && row.offset.get() > NEAR_LOOKBACK && !self.names_row(row, &info.name)
+        {
+            // A record longer than the near window may name the member.
+            info = check_member_with(shard, row, FAR_LOOKBACK).map_err(located)?;
+        }
+        let mismatch = |problem| TaridxError::RowMismatch {
+            row: number,
+            shard: shard.name().to_owned(),
+            offset: row.offset.get(),
+            problem: Box::new(problem),
+        };
+        if info.size != row.size.get() {
+            return Err(mismatch(RowProblem::Size {
+                member: info.size,
+                row: row.size.get(),
+            }));
+        }
+        let split = self.key_rule().split(&info.name);
+        if keyhash(&split.key) != row.keyhash.get() {
+            return Err(mismatch(RowProblem::Key {
+                name: info.name,
+                key: split.key,
+            }));
+        }
+        let row_extension = self.extension(row).unwrap_or_default();
+        if split.extension != row_extension {
+            return Err(mismatch(RowProblem::Extension {
+                name: info.name,
+                member: split.extension,
+                row: row_extension.to_owned(),
+            }));
+        }
+        let expected = self.crash_id(&split.key);
+        if expected != row.crashid.get() {
+            return Err(mismatch(RowProblem::CrashId {
+                name: info.name,
+                row: row.crashid.get(),
+                expected,
+            }));
+        }
+        Ok(info)
+    }
+
+    /// Whether `name` has the row's key hash and extension.
+    fn names_row(&self, row: &Row, name: &str) -> bool {
+        let split = self.key_rule().split(name);
+        keyhash(&split.key) == row.keyhash.get()
+            && self.extension(row) == Some(split.extension.as_str())
+    }
+
+    /// Walks every row: extension and crash ids in range, no two rows on one
+    /// member, no overlapping members, payload sizes that add up without
+    /// overflow, and the header's `n_stems` and contiguity flag true of the
+    /// rows. With `shards`, also every fid in range and every row checked
+    /// against the tar header it points at ([`Index::check_row`]), shard by
+    /// shard, each shard open only while its rows are checked. Returns the
+    /// total payload bytes.
+    ///
+    /// Time is linear in the rows (plus a sort); memory is 24 bytes per row.
+    pub fn verify(&self, shards: Option<&dyn ShardSet>) -> Result<u64> {
+        let rows = self.rows()?;
         let n_ext = self.extensions.len() as u32;
-        let n_crash = self.crash_stems.len() as u32;
-        for (row_number, row) in self.rows().iter().enumerate() {
-            let row_number = row_number as u64;
+        let n_crash = self.crash.count;
+        let mut total = 0u64;
+        // (fid, offset, member end, row number)
+        let mut places: Vec<(u16, u64, u64, u64)> = Vec::with_capacity(rows.len());
+        for (number, row) in (0u64..).zip(rows.iter()) {
             let extid = row.extid.get();
             if u32::from(extid) >= n_ext {
                 return Err(TaridxError::ExtidOutOfRange {
-                    row: row_number,
+                    row: number,
                     extid,
                     n_ext,
                 });
@@ -181,55 +473,94 @@ impl<S: AsRef<[u8]>> Index<S> {
             let crashid = row.crashid.get();
             if crashid > n_crash {
                 return Err(TaridxError::CrashidOutOfRange {
-                    row: row_number,
+                    row: number,
                     crashid,
                     n_crash,
                 });
             }
-            if let Some(lens) = shard_lens {
-                let fid = row.fid.get();
-                let shard_len = *lens
-                    .get(usize::from(fid))
-                    .ok_or(TaridxError::FidOutOfRange {
-                        row: row_number,
-                        fid,
-                        shards: lens.len(),
-                    })?;
-                let (offset, size) = (row.offset.get(), row.size.get());
-                let end = offset
-                    .checked_add(crate::tar::BLOCK)
-                    .and_then(|start| start.checked_add(size));
-                if end.is_none_or(|end| end > shard_len) {
-                    return Err(TaridxError::PayloadPastShard {
-                        row: row_number,
-                        fid,
-                        offset,
-                        size,
-                        shard_len,
-                    });
-                }
+            let (offset, size) = (row.offset.get(), row.size.get());
+            total = total
+                .checked_add(size)
+                .ok_or(TaridxError::TotalOverflow { row: number })?;
+            let end = offset
+                .checked_add(crate::tar::BLOCK)
+                .and_then(|start| start.checked_add(size))
+                .ok_or_else(|| binfmt_core::Error::Overflow {
+                    what: format!("row {number} member").into(),
+                    offset,
+                    len: size,
+                })?;
+            places.push((row.fid.get(), offset, end, number));
+        }
+        places.sort_unstable();
+        for pair in places.windows(2) {
+            let [
+                (fid, offset, end, first),
+                (next_fid, next_offset, _, second),
+            ] = *pair
+            else {
+                continue;
+            };
+            if fid != next_fid {
+                continue;
+            }
+            if offset == next_offset {
+                return Err(TaridxError::RowsShareMember {
+                    first: first.min(second),
+                    second: first.max(second),
+                    fid,
+                    offset,
+                });
+            }
+            if next_offset < end {
+                return Err(TaridxError::MembersOverlap {
+                    first,
+                    second,
+                    fid,
+                    first_offset: offset,
+                    second_offset: next_offset,
+                });
             }
         }
-        let distinct = self
-            .rows()
-            .iter()
-            .map(Row::key)
-            .collect::<HashSet<_>>()
-            .len() as u64;
+        let distinct = rows.iter().map(Row::key).collect::<HashSet<_>>().len() as u64;
         if distinct != self.n_stems {
             return Err(TaridxError::StemCountMismatch {
                 header: self.n_stems,
                 actual: distinct,
             });
         }
-        let actual = rows_contiguous(self.rows(), distinct);
-        if actual != self.contiguous {
+        let actual = rows_contiguous(&rows, distinct);
+        if actual != self.is_contiguous() {
             return Err(TaridxError::ContiguityFlagWrong {
-                flag: self.contiguous,
+                flag: self.is_contiguous(),
                 actual,
             });
         }
-        Ok(())
+        if let Some(shards) = shards {
+            let mut open: Option<(u16, Arc<dyn Source>)> = None;
+            for &(fid, _, _, number) in &places {
+                if usize::from(fid) >= shards.count() {
+                    return Err(TaridxError::FidOutOfRange {
+                        row: number,
+                        fid,
+                        shards: shards.count(),
+                    });
+                }
+                let shard = match &open {
+                    Some((open_fid, shard)) if *open_fid == fid => Arc::clone(shard),
+                    _ => {
+                        let shard = shards.open(fid)?;
+                        open = Some((fid, Arc::clone(&shard)));
+                        shard
+                    }
+                };
+                let row = rows.get(number as usize).copied().ok_or_else(|| {
+                    binfmt_core::Error::corrupt("taridx rows", "row vanished during verify")
+                })?;
+                self.check_row(&*shard, number, &row)?;
+            }
+        }
+        Ok(total)
     }
 }
 
@@ -247,17 +578,41 @@ pub fn rows_contiguous(rows: &[Row], distinct_keys: u64) -> bool {
     runs == distinct_keys
 }
 
-/// Splits a block into its `\n`-separated entries. An empty block is no
-/// entries, or one empty entry (the extension of members without a dot)
-/// when the header counts exactly one.
-fn decode_block(bytes: &[u8], block: &'static str, count: u32) -> Result<Vec<String>> {
-    let text = std::str::from_utf8(bytes).map_err(|_| TaridxError::BlockNotUtf8 { block })?;
-    if text.is_empty() {
-        return Ok(if count == 1 {
-            vec![String::new()]
-        } else {
-            Vec::new()
-        });
+impl CrashTable {
+    fn stem<'t>(&self, text: &'t str, index: u32) -> &'t str {
+        let start = self.starts.get(index as usize).copied().unwrap_or(0) as usize;
+        let rest = text.get(start..).unwrap_or_default();
+        rest.split('\n').next().unwrap_or_default()
     }
-    Ok(text.split('\n').map(str::to_owned).collect())
+}
+
+fn utf8<'a>(bytes: &'a [u8], block: &'static str, offset: u64) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|error| TaridxError::BlockNotUtf8 {
+        block,
+        offset: offset + error.valid_up_to() as u64,
+    })
+}
+
+/// The entries a block holds, counted without materialising them: an empty
+/// block has none, except that an empty block counted as one is one empty
+/// entry (the extension of members without a `.`); otherwise one more than
+/// its newlines.
+fn count_entries(text: &str, count: u32) -> u64 {
+    if text.is_empty() {
+        return u64::from(count == 1);
+    }
+    1 + memchr_count(text.as_bytes(), b'\n')
+}
+
+fn memchr_count(bytes: &[u8], needle: u8) -> u64 {
+    bytes.iter().filter(|&&b| b == needle).count() as u64
+}
+
+/// The entries of a block (already counted by [`count_entries`]).
+fn split_entries(text: &str, count: u32) -> impl Iterator<Item = &str> {
+    let entries = if text.is_empty() { 0 } else { usize::MAX };
+    text.split('\n').take(entries).chain(std::iter::repeat_n(
+        "",
+        usize::from(text.is_empty() && count == 1),
+    ))
 }

@@ -10,40 +10,59 @@
 //! └─────────────────┴─────────────────┴───────────────────┴─────────────────┘
 //! ```
 //!
-//! - [`format`]: the header and row layouts;
+//! - [`format`](mod@format): the header and row layouts;
+//! - [`keys`]: how member names become sample keys ([`KeyRule`]);
 //! - [`tar`]: header blocks and the header-only shard scan; [`TarWriter`]
 //!   writes deterministic ustar/pax shards;
 //! - [`build`]: indexing shards ([`index_shards`], [`index_fold`]);
-//! - [`Index`]: a checked index with its rows in place, and [`Index::verify`];
-//! - [`Dataset`]: samples, lookups, filters and payloads over index + shards.
+//! - [`Index`]: a checked index over any [`binfmt_core::Source`], and
+//!   [`Index::verify`];
+//! - [`Dataset`]: samples, lookups, filters and member readers over index +
+//!   shards, opened lazily ([`shards`]).
 //!
 //! ```no_run
+//! use std::io::Read;
 //! use binfmt_taridx::{Dataset, IndexOptions, index_fold};
 //!
-//! index_fold("shards".as_ref(), "train", IndexOptions::default(), || {})?;
+//! index_fold("shards", "train", IndexOptions::default(), || {})?;
 //! let mut dataset = Dataset::open_fold("shards", "train")?;
 //! dataset.filter_extensions(&["jpg", "cls"])?;
 //! dataset.enforce_contiguous();
 //! for row in dataset.sample(0)?.unwrap_or_default() {
-//!     let bytes: &[u8] = dataset.payload(row)?;
+//!     let bytes = dataset.read(row)?;
 //!     println!("{:?}: {} bytes", dataset.extension(row), bytes.len());
 //! }
 //! # Ok::<(), binfmt_taridx::TaridxError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod build;
 mod dataset;
 mod error;
+pub mod folds;
+pub mod foreign;
 pub mod format;
 mod index;
+pub mod keys;
+mod member;
+mod sample_writer;
+pub mod shards;
 pub mod tar;
 mod tar_writer;
 
 pub use build::{
-    IndexBuilder, IndexOptions, fold_index_path, fold_shards, index_fold, index_shards,
+    IndexBuilder, IndexOptions, IndexWriter, fold_index_path, fold_shard_names, fold_shards,
+    index_fold, index_shards, write_index,
 };
-pub use dataset::Dataset;
-pub use error::{Result, TaridxError};
+pub use dataset::{Dataset, DatasetOptions};
+pub use error::{Result, RowProblem, TaridxError};
 pub use format::{MAGIC, Row};
 pub use index::Index;
-pub use tar_writer::TarWriter;
+pub use keys::{KeyAndExtension, KeyRule, keyhash};
+pub use member::{MemberInfo, MemberReader};
+pub use sample_writer::{
+    MAX_FOLD_SHARDS, MemberSource, SampleWriter, SampleWriterOptions, WrittenFold,
+};
+pub use shards::{ShardBytes, ShardFiles, ShardSet};
+pub use tar_writer::{TarWriter, check_member_name};

@@ -19,6 +19,10 @@
 use std::fmt;
 use std::ops::Range;
 
+use binfmt_core::{Source, SourceExt};
+
+use crate::error::TaridxError;
+
 /// The size of a tar header block, and the unit payloads are padded to.
 pub const BLOCK_SIZE: usize = 512;
 
@@ -78,6 +82,17 @@ impl<'a> HeaderBlock<'a> {
         parse_numeric(self.field(SIZE))
     }
 
+    /// The mode, uid, gid and mtime fields (0 where one does not parse).
+    pub fn metadata(&self) -> HeaderMetadata {
+        let number = |range: Range<usize>| parse_numeric(self.field(range)).unwrap_or(0);
+        HeaderMetadata {
+            mode: number(100..108),
+            uid: number(108..116),
+            gid: number(116..124),
+            mtime: number(136..148),
+        }
+    }
+
     /// The name the header itself holds: the POSIX ustar prefix and name
     /// joined by `/`, or the name field alone (GNU and v7 headers have no
     /// prefix field). GNU long names and pax paths are not seen here.
@@ -90,6 +105,19 @@ impl<'a> HeaderBlock<'a> {
             name.to_vec()
         }
     }
+}
+
+/// The ownership, permission and time fields of a header.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeaderMetadata {
+    /// Permission bits (and any others the header stores).
+    pub mode: u64,
+    /// Owner id.
+    pub uid: u64,
+    /// Group id.
+    pub gid: u64,
+    /// Modification time, seconds since the epoch.
+    pub mtime: u64,
 }
 
 /// Whether `block` stores the checksum of its own bytes. Accepts the
@@ -187,19 +215,37 @@ fn until_nul(field: &[u8]) -> &[u8] {
 
 /// What is wrong with a shard at some offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TarProblem {
     /// Fewer than 512 bytes remain where a header block should be.
-    TruncatedHeader { available: u64 },
+    TruncatedHeader {
+        /// The bytes that remain.
+        available: u64,
+    },
     /// The header's checksum field does not match its bytes.
     BadChecksum,
     /// The size field is neither octal nor positive base-256.
-    BadSize { field: Vec<u8> },
+    BadSize {
+        /// The field's bytes.
+        field: Vec<u8>,
+    },
     /// The payload runs past the end of the shard.
-    PayloadPastEnd { size: u64, shard_len: u64 },
+    PayloadPastEnd {
+        /// The payload size.
+        size: u64,
+        /// The shard's size.
+        shard_len: u64,
+    },
     /// A GNU long name or pax record set larger than [`MAX_METADATA_SIZE`].
-    MetadataTooLarge { size: u64 },
+    MetadataTooLarge {
+        /// The record's size.
+        size: u64,
+    },
     /// A pax extended header that does not parse.
-    BadPax { why: String },
+    BadPax {
+        /// Why.
+        why: String,
+    },
 }
 
 impl fmt::Display for TarProblem {
@@ -234,44 +280,86 @@ pub struct Member {
     pub offset: u64,
     /// Payload size in bytes.
     pub size: u64,
-    /// The full member name: from a pax `path` record, a GNU long name, or the header.
+    /// The full member name as tar reads it: from a pax `path` record, a GNU
+    /// long name, or the header, with leading `./` removed ([`normalize`]).
     pub name: Vec<u8>,
 }
 
-/// Lists the regular-file members of a shard (usually memory-mapped) by
-/// reading header blocks and skipping over payloads, which are never
-/// touched. Directories, links, pax and GNU metadata records are not
-/// members; pax `path`/`size` and GNU long names apply to the next header.
-/// Stops at the first all-zero block or at the end of the file. Errors
-/// carry the offset of the header block at fault.
-pub fn scan(shard: &[u8]) -> Result<Vec<Member>, (u64, TarProblem)> {
-    let len = shard.len() as u64;
+/// A member name as tar reads it: every leading `./` removed, as GNU tar
+/// does when it extracts (`tar -C dir .` names members `./a.jpg`).
+pub fn normalize(name: &[u8]) -> &[u8] {
+    let mut name = name;
+    while let Some(rest) = name.strip_prefix(b"./") {
+        name = rest;
+    }
+    name
+}
+
+/// The compression a shard's first bytes announce, when they are not a tar
+/// header: `gzip`, `zstd`, `bzip2` or `xz`.
+pub fn compression(head: &[u8]) -> Option<&'static str> {
+    const MAGICS: [(&[u8], &str); 4] = [
+        (&[0x1f, 0x8b], "gzip"),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd"),
+        (b"BZh", "bzip2"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0], "xz"),
+    ];
+    MAGICS
+        .iter()
+        .find(|(magic, _)| head.starts_with(magic))
+        .map(|&(_, name)| name)
+}
+
+/// Lists the regular-file members of a shard by reading header blocks and
+/// skipping over payloads, which are never touched. Directories, links, pax
+/// and GNU metadata records are not members; pax `path`/`size` and GNU long
+/// names apply to the next header. Stops at the first all-zero block or at
+/// the end of the shard. Errors name the shard and the offset of the header
+/// at fault; a compressed shard is named for what it is.
+pub fn scan<S: Source + ?Sized>(shard: &S) -> crate::Result<Vec<Member>> {
+    let failed = |offset, problem| TaridxError::Shard {
+        shard: shard.name().to_owned(),
+        offset,
+        problem,
+    };
+    let len = shard.len();
     let mut members = Vec::new();
     let mut next_name: Option<Vec<u8>> = None;
     let mut next_size: Option<u64> = None;
     let mut offset = 0u64;
     while offset < len {
         let available = len - offset;
-        let block = usize::try_from(offset)
-            .ok()
-            .and_then(|start| shard.get(start..)?.first_chunk::<BLOCK_SIZE>())
-            .ok_or((offset, TarProblem::TruncatedHeader { available }))?;
+        if available < BLOCK {
+            return Err(failed(offset, TarProblem::TruncatedHeader { available }));
+        }
+        let bytes = shard.bytes_at(offset, BLOCK, "tar header")?;
+        let Some(block) = bytes.first_chunk::<BLOCK_SIZE>() else {
+            return Err(failed(offset, TarProblem::TruncatedHeader { available }));
+        };
         let header = HeaderBlock::new(block);
         if header.is_zero() {
             break;
         }
         if !header.checksum_is_valid() {
-            return Err((offset, TarProblem::BadChecksum));
+            if offset == 0
+                && let Some(compression) = compression(block)
+            {
+                return Err(TaridxError::CompressedShard {
+                    shard: shard.name().to_owned(),
+                    compression,
+                });
+            }
+            return Err(failed(offset, TarProblem::BadChecksum));
         }
         let typeflag = header.typeflag();
-        let header_size = header.size().map_err(|problem| (offset, problem))?;
+        let header_size = header.size().map_err(|problem| failed(offset, problem))?;
         let size = match typeflag {
             b'L' | b'K' | b'x' | b'g' => header_size,
             _ => next_size.take().unwrap_or(header_size),
         };
         let payload_start = offset + BLOCK;
         if size > len - payload_start {
-            return Err((
+            return Err(failed(
                 offset,
                 TarProblem::PayloadPastEnd {
                     size,
@@ -280,20 +368,22 @@ pub fn scan(shard: &[u8]) -> Result<Vec<Member>, (u64, TarProblem)> {
             ));
         }
         match typeflag {
-            b'L' => {
-                next_name =
-                    Some(until_nul(read_metadata(shard, payload_start, size, offset)?).to_vec())
+            b'L' | b'x' => {
+                if size > MAX_METADATA_SIZE {
+                    return Err(failed(offset, TarProblem::MetadataTooLarge { size }));
+                }
+                let data = shard.bytes_at(payload_start, size, "tar metadata record")?;
+                apply_record(typeflag, &data, &mut next_name, &mut next_size)
+                    .map_err(|problem| failed(offset, problem))?;
             }
-            b'x' => apply_pax(
-                read_metadata(shard, payload_start, size, offset)?,
-                &mut next_name,
-                &mut next_size,
-            )
-            .map_err(|why| (offset, TarProblem::BadPax { why }))?,
             b'K' | b'g' => {}
             b'0' | 0 | b'7' => {
                 let name = next_name.take().unwrap_or_else(|| header.path());
-                members.push(Member { offset, size, name });
+                members.push(Member {
+                    offset,
+                    size,
+                    name: normalize(&name).to_vec(),
+                });
             }
             _ => next_name = None,
         }
@@ -303,26 +393,88 @@ pub fn scan(shard: &[u8]) -> Result<Vec<Member>, (u64, TarProblem)> {
     Ok(members)
 }
 
-/// The payload of a GNU long-name or pax record (already known to lie
-/// inside the shard), bounded by [`MAX_METADATA_SIZE`].
-fn read_metadata(
-    shard: &[u8],
-    start: u64,
-    size: u64,
-    header: u64,
-) -> Result<&[u8], (u64, TarProblem)> {
-    if size > MAX_METADATA_SIZE {
-        return Err((header, TarProblem::MetadataTooLarge { size }));
+/// Applies one GNU long-name (`L`) or pax (`x`) record to the next header.
+fn apply_record(
+    typeflag: u8,
+    data: &[u8],
+    name: &mut Option<Vec<u8>>,
+    size: &mut Option<u64>,
+) -> Result<(), TarProblem> {
+    if typeflag == b'L' {
+        *name = Some(until_nul(data).to_vec());
+        Ok(())
+    } else {
+        apply_pax(data, name, size).map_err(|why| TarProblem::BadPax { why })
     }
-    binfmt_core::range::slice_at(shard, start, size, "tar metadata").map_err(|_| {
-        (
-            header,
-            TarProblem::PayloadPastEnd {
-                size,
-                shard_len: shard.len() as u64,
-            },
-        )
-    })
+}
+
+/// What the pax and GNU long-name records right before a header say about
+/// its member.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preceding {
+    /// The name from a pax `path` or GNU long-name record.
+    pub name: Option<Vec<u8>>,
+    /// The size from a pax `size` record.
+    pub size: Option<u64>,
+    /// How many bytes before the header the first record starts (0 when
+    /// there is none): the member's first block is that far back.
+    pub records_len: usize,
+}
+
+/// The most metadata records looked for before one header (a GNU long
+/// name, a long link name, a pax header and a global header at most).
+const MAX_PRECEDING_RECORDS: usize = 4;
+
+/// Recovers the records that end right where `before` ends (the bytes
+/// before a header, starting on a block boundary): walking back block by
+/// block, a record is a valid header of type `x`, `L`, `K` or `g` whose
+/// padded data fills exactly the blocks up to the next record or the
+/// header. The nearest such header is taken; the records found are then
+/// applied in file order, as [`scan`] applies them. Work is linear in the
+/// length of `before`.
+pub fn preceding_records(before: &[u8]) -> Result<Preceding, TarProblem> {
+    let mut records: Vec<(u8, &[u8])> = Vec::new();
+    let mut end = before.len() - before.len() % BLOCK_SIZE;
+    'records: while records.len() < MAX_PRECEDING_RECORDS {
+        for blocks in 1..=end / BLOCK_SIZE {
+            let start = end - blocks * BLOCK_SIZE;
+            let Some(block) = before
+                .get(start..)
+                .and_then(|b| b.first_chunk::<BLOCK_SIZE>())
+            else {
+                break;
+            };
+            let header = HeaderBlock::new(block);
+            if !matches!(header.typeflag(), b'x' | b'L' | b'K' | b'g')
+                || !header.checksum_is_valid()
+            {
+                continue;
+            }
+            let Ok(size) = header.size() else { continue };
+            let data_start = start + BLOCK_SIZE;
+            if size.next_multiple_of(BLOCK) != (end - data_start) as u64 {
+                continue;
+            }
+            let data = before
+                .get(data_start..data_start + size as usize)
+                .unwrap_or_default();
+            records.push((header.typeflag(), data));
+            end = start;
+            continue 'records;
+        }
+        break;
+    }
+    let mut preceding = Preceding {
+        records_len: before.len() - before.len() % BLOCK_SIZE - end,
+        ..Preceding::default()
+    };
+    for (typeflag, data) in records.into_iter().rev() {
+        if matches!(typeflag, b'x' | b'L') {
+            apply_record(typeflag, data, &mut preceding.name, &mut preceding.size)?;
+        }
+    }
+    preceding.name = preceding.name.map(|name| normalize(&name).to_vec());
+    Ok(preceding)
 }
 
 /// Applies the `path` and `size` keywords of pax records

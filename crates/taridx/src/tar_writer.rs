@@ -2,27 +2,73 @@
 //! (`path`, `size`) before any member whose name does not fit the ustar
 //! fields as ASCII, or whose size does not fit 11 octal digits.
 //!
-//! Everything but the name, size and payload is fixed (mode 0644, owner 0,
-//! mtime 0), so the same members give the same bytes.
+//! ```text
+//! [pax header 'x' + records]   only when needed
+//! ustar header (512)           name/prefix, mode 0644, uid/gid 0, mtime 0, typeflag '0'
+//! payload, zero-padded to 512
+//! ...
+//! two zero blocks
+//! ```
+//!
+//! Everything but the name, size and payload is fixed, so the same members
+//! give the same bytes. Names readers or extractors would refuse or read as
+//! something else are refused (see [`check_member_name`]).
 
-use std::io::{self, Write};
+use std::collections::HashSet;
+use std::io::{self, Read, Write};
 
+use crate::error::{Result, TaridxError};
 use crate::tar::{BLOCK, BLOCK_SIZE};
 
 /// The largest size the 12-byte octal field holds: 11 digits.
 const MAX_OCTAL_SIZE: u64 = 0o77_777_777_777;
 
+/// Refuses a member name that tar readers or extractors would refuse, or
+/// read as something else: empty, absolute, a `.`/`..`/empty component, NUL,
+/// backslash, or a trailing `/` (tar reads the member as a directory and
+/// hides its bytes).
+pub fn check_member_name(name: &str) -> Result<()> {
+    let refuse = |why| {
+        Err(TaridxError::BadName {
+            name: name.to_owned(),
+            why,
+        })
+    };
+    if name.ends_with('/') && !name.is_empty() {
+        return refuse("a trailing '/' makes tar read the member as a directory");
+    }
+    binfmt_core::extract::check_relative_name(name).or_else(refuse)
+}
+
 /// Writes tar members to `out`.
+///
+/// # Examples
+///
+/// ```
+/// use binfmt_taridx::TarWriter;
+///
+/// let mut tar = TarWriter::new(Vec::new());
+/// tar.append("s/000001.jpg", 5, &b"JFIF!"[..])?;   // any std::io::Read
+/// tar.append_bytes("s/000001.cls", b"7")?;
+/// let bytes: Vec<u8> = tar.finish()?;
+/// assert_eq!(binfmt_taridx::tar::scan(&bytes)?.len(), 2);
+/// # Ok::<(), binfmt_taridx::TaridxError>(())
+/// ```
 #[derive(Debug)]
 pub struct TarWriter<W: Write> {
     out: W,
     written: u64,
+    names: HashSet<String>,
 }
 
 impl<W: Write> TarWriter<W> {
     /// A tar stream on `out`.
     pub fn new(out: W) -> Self {
-        Self { out, written: 0 }
+        Self {
+            out,
+            written: 0,
+            names: HashSet::new(),
+        }
     }
 
     /// Bytes written so far.
@@ -42,15 +88,22 @@ impl<W: Write> TarWriter<W> {
         }
     }
 
-    /// Appends a regular file.
-    pub fn append(&mut self, name: &str, data: &[u8]) -> io::Result<()> {
-        let size = data.len() as u64;
+    /// Appends a regular file of `size` bytes read from `data`, which must
+    /// give exactly that many bytes. Returns the offset of the member's own
+    /// header (after any pax header), where an index row points.
+    pub fn append(&mut self, name: &str, size: u64, mut data: impl Read) -> Result<u64> {
+        check_member_name(name)?;
+        if !self.names.insert(name.to_owned()) {
+            return Err(TaridxError::DuplicateName {
+                name: name.to_owned(),
+            });
+        }
         let (name_field, prefix_field) = match pax_records(name, size) {
             Some(records) => {
                 let mut header = header(b"PaxHeader", b"", records.len() as u64, b'x');
                 seal(&mut header);
                 self.block(&header)?;
-                self.payload(&records)?;
+                self.payload(&mut records.as_slice(), records.len() as u64, name)?;
                 // The ustar fields hold a placeholder; readers take the pax path.
                 (placeholder(name), Vec::new())
             }
@@ -64,30 +117,74 @@ impl<W: Write> TarWriter<W> {
             }
         }
         seal(&mut member);
+        let offset = self.written;
         self.block(&member)?;
-        self.payload(data)
+        self.payload(&mut data, size, name)?;
+        Ok(offset)
+    }
+
+    /// [`TarWriter::append`] from a slice.
+    pub fn append_bytes(&mut self, name: &str, data: &[u8]) -> Result<u64> {
+        self.append(name, data.len() as u64, data)
     }
 
     /// Writes the two zero blocks that end an archive and returns the writer.
-    pub fn finish(mut self) -> io::Result<W> {
-        self.out.write_all(&[0; 2 * BLOCK_SIZE])?;
-        self.written += 2 * BLOCK;
+    pub fn finish(mut self) -> Result<W> {
+        self.write(&[0; 2 * BLOCK_SIZE])?;
         Ok(self.out)
     }
 
-    fn block(&mut self, block: &[u8; BLOCK_SIZE]) -> io::Result<()> {
-        self.out.write_all(block)?;
-        self.written += BLOCK;
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out
+            .write_all(bytes)
+            .map_err(|error| binfmt_core::Error::io("<tar output>", error))?;
+        self.written += bytes.len() as u64;
         Ok(())
     }
 
-    fn payload(&mut self, data: &[u8]) -> io::Result<()> {
-        self.out.write_all(data)?;
-        let padding = (data.len() as u64).next_multiple_of(BLOCK) - data.len() as u64;
-        self.out
-            .write_all([0; BLOCK_SIZE].get(..padding as usize).unwrap_or_default())?;
-        self.written += data.len() as u64 + padding;
-        Ok(())
+    fn block(&mut self, block: &[u8; BLOCK_SIZE]) -> Result<()> {
+        self.write(block)
+    }
+
+    /// Copies exactly `size` bytes from `data`, then the padding.
+    fn payload(&mut self, data: &mut impl Read, size: u64, name: &str) -> Result<()> {
+        let mut buffer = vec![0u8; 64 << 10];
+        let mut left = size;
+        while left > 0 {
+            let want = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(buffer.len());
+            let chunk = buffer.get_mut(..want).unwrap_or_default();
+            let n = read_some(data, chunk)?;
+            if n == 0 {
+                return Err(TaridxError::SizeMismatch {
+                    name: name.to_owned(),
+                    declared: size,
+                    actual: size - left,
+                });
+            }
+            self.write(chunk.get(..n).unwrap_or_default())?;
+            left -= n as u64;
+        }
+        if read_some(data, &mut [0u8; 1])? != 0 {
+            return Err(TaridxError::SizeMismatch {
+                name: name.to_owned(),
+                declared: size,
+                actual: size + 1,
+            });
+        }
+        let padding = size.next_multiple_of(BLOCK) - size;
+        self.write([0; BLOCK_SIZE].get(..padding as usize).unwrap_or_default())
+    }
+}
+
+fn read_some(data: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    loop {
+        match data.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(TaridxError::from_io(error, "<member input>")),
+        }
     }
 }
 
@@ -198,7 +295,7 @@ mod tests {
         let mut writer = TarWriter::new(Vec::new());
         for (name, data) in &members {
             let before = writer.written();
-            writer.append(name, data).unwrap();
+            writer.append_bytes(name, data).unwrap();
             assert_eq!(
                 writer.written() - before,
                 TarWriter::<Vec<u8>>::member_len(name, data.len() as u64),
@@ -221,7 +318,7 @@ mod tests {
     fn the_same_members_give_the_same_bytes() {
         let write = || {
             let mut writer = TarWriter::new(Vec::new());
-            writer.append("a/b.txt", b"x").unwrap();
+            writer.append_bytes("a/b.txt", b"x").unwrap();
             writer.finish().unwrap()
         };
         assert_eq!(write(), write());

@@ -13,10 +13,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use binfmt_taridx::build::{keyhash, split_name};
 use binfmt_taridx::tar::TarProblem;
 use binfmt_taridx::{
-    Dataset, Index, IndexOptions, TaridxError, fold_shards, index_fold, index_shards,
+    Dataset, Index, IndexOptions, KeyRule, ShardFiles, TaridxError, fold_shards, index_fold,
+    index_shards, keyhash,
 };
 use binfmt_tests::{fixture, interop::python, interop::python_script};
 
@@ -54,12 +54,8 @@ fn the_golden_indexes_read_and_verify() {
     );
     assert_eq!(golden.n_stems(), 8);
     assert!(golden.is_contiguous());
-    let shards = fold_shards(&fixture("reference/taridx"), "golden").unwrap();
-    let lens: Vec<u64> = shards
-        .iter()
-        .map(|s| std::fs::metadata(s).unwrap().len())
-        .collect();
-    golden.verify(Some(&lens)).unwrap();
+    let shards = fold_shards(fixture("reference/taridx"), "golden").unwrap();
+    golden.verify(Some(&ShardFiles::new(shards))).unwrap();
 
     let mixed = Index::open(fixture("reference/taridx/mixed.taridx")).unwrap();
     assert!(!mixed.is_contiguous());
@@ -68,12 +64,12 @@ fn the_golden_indexes_read_and_verify() {
 
 #[test]
 fn any_thread_count_gives_the_same_bytes() {
-    let shards = fold_shards(&fixture("reference/taridx"), "golden").unwrap();
-    let serial = index_shards(&shards, IndexOptions { jobs: Some(1) }, || {})
+    let shards = fold_shards(fixture("reference/taridx"), "golden").unwrap();
+    let serial = index_shards(&shards, IndexOptions::new().jobs(Some(1)), || {})
         .unwrap()
         .to_bytes();
     for jobs in [2, 3, 8] {
-        let parallel = index_shards(&shards, IndexOptions { jobs: Some(jobs) }, || {})
+        let parallel = index_shards(&shards, IndexOptions::new().jobs(Some(jobs)), || {})
             .unwrap()
             .to_bytes();
         assert!(parallel == serial, "jobs = {jobs}");
@@ -107,13 +103,12 @@ fn rows_match_tarfiles_members_field_by_field() {
         .collect();
     let builder = index_shards(&shards, IndexOptions::default(), || {}).unwrap();
     let index = Index::new(builder.to_bytes()).unwrap();
-    let lens: Vec<u64> = shards
-        .iter()
-        .map(|s| std::fs::metadata(s).unwrap().len())
-        .collect();
-    index.verify(Some(&lens)).unwrap();
+    index
+        .verify(Some(&ShardFiles::new(shards.clone())))
+        .unwrap();
 
-    let mut rows = index.rows().iter();
+    let all_rows = index.rows().unwrap();
+    let mut rows = all_rows.iter();
     let mut expected_count = 0;
     for (fid, name) in shard_names.iter().enumerate() {
         for member in manifest[name].as_array().unwrap() {
@@ -125,7 +120,7 @@ fn rows_match_tarfiles_members_field_by_field() {
             let row = rows
                 .next()
                 .unwrap_or_else(|| panic!("no row for {member_name}"));
-            let split = split_name(member_name.as_bytes());
+            let split = KeyRule::Glzn.split(member_name);
             assert_eq!(usize::from(row.fid.get()), fid, "{member_name}");
             assert_eq!(
                 row.offset.get() + 512,
@@ -133,7 +128,7 @@ fn rows_match_tarfiles_members_field_by_field() {
                 "{member_name}: payload offset"
             );
             assert_eq!(row.size.get(), size, "{member_name}");
-            assert_eq!(row.keyhash.get(), keyhash(&split.stem), "{member_name}");
+            assert_eq!(row.keyhash.get(), keyhash(&split.key), "{member_name}");
             assert_eq!(
                 index.extensions()[usize::from(row.extid.get())],
                 split.extension,
@@ -146,7 +141,7 @@ fn rows_match_tarfiles_members_field_by_field() {
         rows.next().is_none(),
         "rows beyond tarfile's regular members"
     );
-    assert_eq!(index.rows().len(), expected_count);
+    assert_eq!(index.num_rows(), expected_count);
     // Directories are not rows; names come from GNU long names and pax paths.
     assert!(index.extensions().contains(&"tar.gz".to_owned()));
     assert!(index.extensions().contains(&"jpeg".to_owned()));
@@ -172,10 +167,10 @@ fn payloads_through_the_dataset() {
     let rows = dataset.lookup("日本");
     assert_eq!(rows.len(), 1);
     assert_eq!(dataset.extension(&rows[0]), Some("txt"));
-    assert_eq!(dataset.payload(&rows[0]).unwrap().len(), 12);
+    assert_eq!(dataset.read(&rows[0]).unwrap().len(), 12);
     assert_eq!(
-        dataset.payload(&rows[0]).unwrap(),
-        dataset.read_payload(&rows[0]).unwrap().as_slice()
+        dataset.member_info(&rows[0]).unwrap().name,
+        "p/café/日本.txt"
     );
     // A stem split across two shards is one sample whose rows are in both.
     let split = dataset.lookup("across");
@@ -190,8 +185,8 @@ fn payloads_through_the_dataset() {
     assert!(!dataset.is_contiguous());
     let two_blocks = &dataset.lookup("two")[0];
     assert_eq!(
-        dataset.member_name(two_blocks).unwrap(),
-        b"dir/two.blocks.bin"
+        dataset.member_info(two_blocks).unwrap().name,
+        "dir/two.blocks.bin"
     );
     assert_eq!(dataset.lookup_verified("two").unwrap().len(), 1);
 }
@@ -254,6 +249,7 @@ fn truncated_shards() {
         Index::open(path)
             .unwrap()
             .rows()
+            .unwrap()
             .iter()
             .filter(|r| r.fid.get() == 0)
             .count(),

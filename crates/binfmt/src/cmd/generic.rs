@@ -1,153 +1,262 @@
-//! Commands that work on any supported file, through [`binfmt::open`].
+//! The verbs every format shares, through [`binfmt::open`]: `info`, `list`,
+//! `get`, `extract`, `verify`, and `convert`. The per-format subcommands
+//! (`binfmt arcx list`, `binfmt kast get`, ...) run the same code with the
+//! format required, adding what only that format has.
+//!
+//! Grammar: inputs are positional; every output file or directory is
+//! `-o/--output`; `-` reads standard input where the format can be read as
+//! a stream (a kastore); `--json` prints the same keys for the same verb.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use binfmt::{EntrySource, Format};
 
 use crate::cmd::arcx::DialectArg;
-use crate::output::{self, CommandResult, Status};
+use crate::cmd::remote::{RemoteArgs, Session};
+use crate::output::{self, CommandResult, Status, failed};
 
 /// Show a file's format, entry count and total size.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  binfmt info data.arcx\n  binfmt info --json tables.trees")]
 pub struct InfoArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
-    file: PathBuf,
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
+    pub file: PathBuf,
     /// Print a JSON object: {"path", "format", "entries", "bytes"}.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// List a file's entries, one per line: SIZE<TAB>NAME.
+///
+/// Control characters in names are escaped in the text listing (\n,
+/// \u{1b}, ...), so a name cannot forge lines; --json shows names as they
+/// are.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt list data.arcx\n  binfmt list --json shards/train.taridx"
 )]
 pub struct ListArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
-    file: PathBuf,
-    /// Print a JSON array of {"name", "size"} (and "kind" where the format has one).
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
+    pub file: PathBuf,
+    /// Print a JSON array of {"name", "size"} (and "kind" where the format
+    /// says what an entry is).
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Write one entry's bytes to stdout (or -o OUT).
+///
+/// With -o the file appears only once every check passed; on stdout the
+/// bytes stream as they are read, and a failed check ends the command with
+/// exit status 1.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt get data.arcx src/lib.rs\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt get tables.trees nodes/time > time.f64"
 )]
 pub struct GetArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
-    file: PathBuf,
-    /// The entry's name, as `binfmt list` shows it.
-    name: String,
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
+    pub file: PathBuf,
+    /// The entry's name, as `list` shows it.
+    pub name: String,
     /// Where to write (default: stdout).
     #[arg(short, long)]
-    output: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Write every entry to a file under DIR named by the entry.
 ///
 /// Names that would land outside DIR (absolute, '..', empty components) are
 /// refused, directories on the way are never followed through symlinks,
-/// and each file appears whole or not at all.
+/// and each file appears whole or not at all. ARCX archives also restore
+/// modes, modification times and empty directories (never setuid, setgid
+/// or sticky bits); their symlinks only with --symlinks.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt extract data.arcx out/\n  binfmt extract shards/train.taridx train/\n  binfmt extract tables.trees arrays/"
+    after_help = "Examples:\n  binfmt extract data.arcx -o out/\n  binfmt extract shards/train.taridx -o train/\n  binfmt extract tables.trees -o arrays/"
 )]
 pub struct ExtractArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
-    file: PathBuf,
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
+    pub file: PathBuf,
     /// The directory to write into (created if missing).
-    dir: PathBuf,
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Recreate symlinks stored in an ARCX archive (relative targets inside
+    /// DIR only; never followed).
+    #[arg(long)]
+    pub symlinks: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Check everything the file's format can check.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  binfmt verify data.arcx")]
 pub struct VerifyArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
-    file: PathBuf,
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
+    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 #[derive(Debug, serde::Serialize)]
 struct Info {
     path: String,
-    format: binfmt::Format,
+    format: Format,
     entries: usize,
     bytes: u64,
 }
 
-pub fn info(args: &InfoArgs) -> CommandResult {
-    let source = binfmt::open(&args.file)?;
-    let entries = source.list().map_err(|e| output::about(&args.file, e))?;
+pub fn info(args: &InfoArgs, expect: Option<Format>) -> CommandResult {
+    args.remote
+        .counted(|session| info_in(session, args, expect))
+}
+
+fn info_in(session: &Session, args: &InfoArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
+    let entries = source.list().map_err(failed)?;
+    let bytes = entries
+        .iter()
+        .try_fold(0u64, |total, entry| total.checked_add(entry.size))
+        .ok_or_else(|| {
+            output::about(
+                &args.file,
+                "entry sizes add up to more than 2^64 bytes: the file is corrupt",
+            )
+        })?;
     let info = Info {
         path: args.file.display().to_string(),
         format: source.format(),
         entries: entries.len(),
-        bytes: entries.iter().map(|entry| entry.size).sum(),
+        bytes,
     };
     if args.json {
         output::print_json(&info)?;
     } else {
         output::print(&format!(
             "path: {}\nformat: {}\nentries: {}\nbytes: {}\n",
-            info.path, info.format, info.entries, info.bytes
+            output::escape(&info.path),
+            info.format,
+            info.entries,
+            info.bytes
         ))?;
     }
     Ok(Status::Success)
 }
 
-pub fn list(args: &ListArgs) -> CommandResult {
-    let source = binfmt::open(&args.file)?;
-    let entries = source.list().map_err(|e| output::about(&args.file, e))?;
-    if args.json {
+pub fn list(args: &ListArgs, expect: Option<Format>) -> CommandResult {
+    args.remote.counted(|session| {
+        let source = session.open(&args.file, expect)?;
+        print_list(&*source, args.json)
+    })
+}
+
+/// Prints `source`'s entries as `list` does.
+fn print_list(source: &dyn EntrySource, json: bool) -> CommandResult {
+    let entries = source.list().map_err(failed)?;
+    if json {
         output::print_json(&entries)?;
     } else {
         output::to_stdout(|out| {
-            entries
-                .iter()
-                .try_for_each(|entry| writeln!(out, "{}\t{}", entry.size, entry.name))
+            entries.iter().try_for_each(|entry| {
+                writeln!(out, "{}\t{}", entry.size, output::escape(&entry.name))
+            })
         })?;
     }
     Ok(Status::Success)
 }
 
-pub fn get(args: &GetArgs) -> CommandResult {
-    let source = binfmt::open(&args.file)?;
-    let bytes = source
-        .read(&args.name)
-        .map_err(|e| output::about(&args.file, e))?;
+pub fn get(args: &GetArgs, expect: Option<Format>) -> CommandResult {
+    args.remote.counted(|session| get_in(session, args, expect))
+}
+
+fn get_in(session: &Session, args: &GetArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
+    let mut reader = source.open(&args.name).map_err(failed)?;
+    let file = source.file().to_owned();
     match &args.output {
         Some(path) => {
+            refuse_overwriting_input(&args.file, path)?;
             let mut out = binfmt_core::AtomicFile::create(path).map_err(|e| e.to_string())?;
-            out.write_all(&bytes).map_err(|e| output::about(path, e))?;
+            copy(&mut reader, &mut out, &file, &args.name)?;
             out.commit().map_err(|e| e.to_string())?;
         }
-        None => output::to_stdout(|out| out.write_all(&bytes))?,
+        None => output::stream_to_stdout(&mut reader, |error| {
+            format!("{file}: entry {:?}: {error}", args.name)
+        })?,
     }
     Ok(Status::Success)
 }
 
-pub fn extract(args: &ExtractArgs) -> CommandResult {
-    let source = binfmt::open(&args.file)?;
+/// Copies an entry to a file, naming the input on a failed check.
+fn copy(
+    reader: &mut dyn std::io::Read,
+    out: &mut dyn Write,
+    file: &str,
+    name: &str,
+) -> Result<u64, String> {
+    std::io::copy(reader, out).map_err(|error| format!("{file}: entry {name:?}: {error}"))
+}
+
+/// Refuses an output that is one of the inputs.
+pub fn refuse_overwriting_input(input: &Path, output: &Path) -> Result<(), String> {
+    if binfmt_core::atomic::same_file(input, output) {
+        return Err(format!(
+            "{}: is the input: binfmt never writes its output over what it reads",
+            output.display()
+        ));
+    }
+    Ok(())
+}
+
+pub fn extract(args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
+    args.remote
+        .counted(|session| extract_in(session, args, expect))
+}
+
+fn extract_in(session: &Session, args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
     let bar = output::progress(0, "extracting");
-    let count = binfmt::extract_with_progress(source.as_ref(), &args.dir, &|done, all| {
+    let progress = |done, all| {
         bar.set_length(all);
         bar.set_position(done);
-    });
+    };
+    let options = binfmt::ExtractOptions::default()
+        .symlinks(args.symlinks)
+        .progress(&progress);
+    let count = binfmt::extract(source.as_ref(), &args.output, &options);
     bar.finish_and_clear();
-    let count = count.map_err(|e| output::about(&args.file, e))?;
-    eprintln!("extracted {count} entries into {}", args.dir.display());
+    let count = count.map_err(failed)?;
+    eprintln!(
+        "extracted {count} entries into {}",
+        output::escape(&args.output.display().to_string())
+    );
     Ok(Status::Success)
 }
 
-pub fn verify(args: &VerifyArgs) -> CommandResult {
-    let source = binfmt::open(&args.file)?;
-    source.verify().map_err(|e| output::about(&args.file, e))?;
-    let entries = source.list().map_err(|e| output::about(&args.file, e))?;
+pub fn verify(args: &VerifyArgs, expect: Option<Format>) -> CommandResult {
+    args.remote
+        .counted(|session| verify_in(session, args, expect))
+}
+
+fn verify_in(session: &Session, args: &VerifyArgs, expect: Option<Format>) -> CommandResult {
+    let source = session.open(&args.file, expect)?;
+    source.verify().map_err(failed)?;
+    let entries = source.list().map_err(failed)?;
     output::print(&format!(
         "{}: ok, {} {} entries\n",
-        args.file.display(),
+        output::escape(&args.file.display().to_string()),
         entries.len(),
         source.format()
     ))?;
@@ -165,18 +274,22 @@ enum TargetArg {
 /// Convert a file to another format, entry by entry, names and bytes
 /// unchanged.
 ///
-/// To taridx, OUT names the index, DIR/FOLD.taridx: the tar shards go beside
+/// To taridx, -o names the index, DIR/FOLD.taridx: the tar shards go beside
 /// it as DIR/FOLD_0000.tar, DIR/FOLD_0001.tar, ... To kast, each entry
-/// becomes a uint8 array; to par4, a HashMap<String, Vec<u8>>. A name the
-/// target cannot hold is an error naming it; nothing is renamed.
+/// becomes an array: typed as the kastore it came from (element types
+/// travel through every format in a __kastore__.json entry), uint8
+/// otherwise; to par4, a HashMap<String, Vec<u8>>. A name the target cannot
+/// hold is an error naming it; nothing is renamed.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt convert data.arcx data.kas --to kast\n  binfmt convert data.kas shards/train.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx train.arcx --to arcx --dialect arcx-cli"
+    after_help = "Examples:\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt convert tables.trees -o tables.arcx --to arcx\n  binfmt convert data.kas -o shards/train.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx -o train.arcx --to arcx --dialect arcx-cli"
 )]
 pub struct ConvertArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file.
+    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file,
+    /// or its http(s):// or s3:// URL.
     input: PathBuf,
     /// The file to write (for taridx: DIR/FOLD.taridx).
+    #[arg(short, long)]
     output: PathBuf,
     /// The target format.
     #[arg(long, value_enum)]
@@ -184,44 +297,66 @@ pub struct ConvertArgs {
     /// ARCX only: the dialect to write.
     #[arg(long, value_enum, default_value = "spec")]
     dialect: DialectArg,
-    /// TARIDX only: the largest shard in bytes.
+    /// TARIDX only: the largest shard in bytes (a sample is never split).
     #[arg(long, default_value_t = 1 << 30)]
     shard_size: u64,
+    /// TARIDX only: the most samples in one shard.
+    #[arg(long, default_value_t = u64::MAX, hide_default_value = true)]
+    shard_samples: u64,
+    /// TARIDX only: how member names become sample keys (glzn: the basename
+    /// before its first dot; webdataset: the whole path before it).
+    #[arg(long, value_enum, default_value = "glzn")]
+    taridx_keys: crate::cmd::taridx::KeyRuleArg,
     /// PAR4 only: compress chunks with LZ4.
     #[arg(long)]
     lz4: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 pub fn convert(args: &ConvertArgs) -> CommandResult {
+    args.remote.counted(|session| convert_in(session, args))
+}
+
+fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
     let to = match args.to {
-        TargetArg::Taridx => binfmt::Format::Taridx,
-        TargetArg::Arcx => binfmt::Format::Arcx,
-        TargetArg::Kast => binfmt::Format::Kast,
-        TargetArg::Par4 => binfmt::Format::Par4,
+        TargetArg::Taridx => Format::Taridx,
+        TargetArg::Arcx => Format::Arcx,
+        TargetArg::Kast => Format::Kast,
+        TargetArg::Par4 => Format::Par4,
     };
-    let options = binfmt::ConvertOptions {
-        arcx_dialect: args.dialect.into(),
-        shard_size: args.shard_size,
-        par4_compression: if args.lz4 {
+    let options = binfmt::ConvertOptions::default()
+        .arcx_dialect(args.dialect.into())
+        .shard_size(args.shard_size)
+        .shard_samples(args.shard_samples)
+        .taridx_keys(args.taridx_keys.into())
+        .par4_compression(if args.lz4 {
             binfmt_parcode::Compression::Lz4
         } else {
             binfmt_parcode::Compression::None
-        },
-    };
+        });
+    refuse_overwriting_input(&args.input, &args.output)?;
+    let source = session.open(&args.input, None)?;
     let bar = output::progress(0, "converting");
     let summary =
-        binfmt::convert_with_progress(&args.input, &args.output, to, &options, &|done, all| {
+        binfmt::convert_source(source.as_ref(), &args.output, to, &options, &|done, all| {
             bar.set_length(all);
             bar.set_position(done);
         });
     bar.finish_and_clear();
-    let summary = summary?;
+    let summary = summary.map_err(failed)?;
+    for skipped in &summary.skipped {
+        eprintln!(
+            "skipped {}: not a regular file, {to} holds bytes only",
+            output::escape(skipped)
+        );
+    }
     eprintln!(
         "converted {} entries ({} bytes) to {}",
         summary.entries, summary.bytes, to
     );
     for output in &summary.outputs {
-        eprintln!("wrote {}", output.display());
+        eprintln!("wrote {}", output::escape(&output.display().to_string()));
     }
     Ok(Status::Success)
 }

@@ -4,30 +4,39 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use binfmt_core::ByteSource;
+use binfmt::Format;
+use binfmt_core::{ByteSource, Source};
 use binfmt_kastore::{Item, ItemType, Store, Writer};
 
+use crate::cmd::generic;
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
 /// Inspect and build kastore (.kas, tskit .trees) files.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    Ls(LsArgs),
+    Info(generic::InfoArgs),
+    #[command(visible_alias = "ls")]
+    List(ListArgs),
+    Get(generic::GetArgs),
     Dump(DumpArgs),
-    Info(InfoArgs),
-    Pack(PackArgs),
+    Extract(generic::ExtractArgs),
+    Verify(generic::VerifyArgs),
+    Pack(Box<PackArgs>),
 }
 
 /// List the keys of a store, in key order.
 ///
-/// Like `python -m kastore ls`: one key per line; with --long, each line is
-/// "TYPE LENGTH BYTES KEY" in aligned columns.
+/// Like `python -m kastore ls` (also spelt `binfmt kast ls`): one key per
+/// line; with --long, each line is "TYPE LENGTH BYTES KEY" in aligned
+/// columns. Control characters in keys are escaped.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt kast ls tables.trees\n  binfmt kast ls -l tables.trees\n  binfmt kast ls --json tables.trees\n  cat tables.trees | binfmt kast ls -"
+    after_help = "Examples:\n  binfmt kast ls tables.trees\n  binfmt kast list -l tables.trees\n  binfmt kast list --json tables.trees\n  cat tables.trees | binfmt kast ls -"
 )]
-pub struct LsArgs {
-    /// The kastore file ("-" reads standard input).
+pub struct ListArgs {
+    /// The kastore file ("-" reads standard input), or its http(s):// or
+    /// s3:// URL.
     file: PathBuf,
     /// Show type, length and size of each array.
     #[arg(short, long)]
@@ -35,9 +44,12 @@ pub struct LsArgs {
     /// With --long, show sizes as 1.5K, 12M, ...
     #[arg(short = 'H', long)]
     human_readable: bool,
-    /// Print a JSON array of {"key", "type", "length", "bytes"}.
+    /// Print a JSON array of {"name", "size", "kind", "length"} (kind: the
+    /// element type; length: elements).
     #[arg(long, conflicts_with_all = ["long", "human_readable"])]
     json: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// Print the values of one array, one per line.
@@ -45,45 +57,99 @@ pub struct LsArgs {
 /// Values print as `python -m kastore dump` prints them: integers in
 /// decimal, floats as Python's repr of the value as a double (the shortest
 /// form that reads back exactly: 0.1, 1e-05; a float32 0.1 is
-/// 0.10000000149011612).
+/// 0.10000000149011612). `binfmt kast get` writes the raw bytes instead.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt kast dump tables.trees nodes/time\n  binfmt kast dump --raw data.kas weights > weights.bin"
 )]
 pub struct DumpArgs {
-    /// The kastore file ("-" reads standard input).
+    /// The kastore file ("-" reads standard input), or its http(s):// or
+    /// s3:// URL.
     file: PathBuf,
     /// The key of the array.
     key: String,
-    /// Write the array's little-endian bytes instead of text.
+    /// Write the array's little-endian bytes instead of text (as `get`).
     #[arg(long)]
     raw: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
-/// Show the format version, item count and sizes of a store.
+/// Write a kastore file of typed arrays.
+///
+/// Each --TYPE KEY=PATH stores PATH's bytes, little-endian values of that
+/// type, under KEY ("-" reads standard input); --npy KEY=PATH stores a
+/// one-dimensional .npy array with its own type. With --append the arrays
+/// are added to the existing store at -o (kastore's append mode); a key it
+/// already holds is an error unless --replace. The file is replaced
+/// atomically.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt kast info tables.trees\n  binfmt kast info --json tables.trees"
-)]
-pub struct InfoArgs {
-    /// The kastore file ("-" reads standard input).
-    file: PathBuf,
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    json: bool,
-}
-
-/// Write a kastore file holding files' bytes as uint8 arrays.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  binfmt kast pack bundle.kas --uint8 config=config.json --uint8 weights=weights.bin\n  echo hello | binfmt kast pack out.kas --uint8 greeting=-"
+    after_help = "Examples:\n  binfmt kast pack -o bundle.kas --uint8 config=config.json --float64 weights=weights.f64\n  binfmt kast pack -o tables.kas --npy nodes/time=time.npy --int32 nodes/flags=flags.i32\n  binfmt kast pack -o tables.kas --append --replace --float64 nodes/time=new.f64\n  echo hello | binfmt kast pack -o out.kas --uint8 greeting=-"
 )]
 pub struct PackArgs {
     /// The file to write (replaced atomically).
-    out: PathBuf,
-    /// KEY=PATH: store PATH's bytes under KEY ("-" for standard input).
-    #[arg(long = "uint8", value_name = "KEY=PATH", required = true, value_parser = key_and_path)]
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Add to the store at -o instead of starting empty.
+    #[arg(long)]
+    append: bool,
+    /// With --append, replace keys the store already holds.
+    #[arg(long, requires = "append")]
+    replace: bool,
+    /// KEY=PATH of int8 values.
+    #[arg(long = "int8", value_name = "KEY=PATH", value_parser = key_and_path)]
+    int8: Vec<(String, PathBuf)>,
+    /// KEY=PATH of uint8 values (any bytes).
+    #[arg(long = "uint8", value_name = "KEY=PATH", value_parser = key_and_path)]
     uint8: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian int16 values.
+    #[arg(long = "int16", value_name = "KEY=PATH", value_parser = key_and_path)]
+    int16: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian uint16 values.
+    #[arg(long = "uint16", value_name = "KEY=PATH", value_parser = key_and_path)]
+    uint16: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian int32 values.
+    #[arg(long = "int32", value_name = "KEY=PATH", value_parser = key_and_path)]
+    int32: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian uint32 values.
+    #[arg(long = "uint32", value_name = "KEY=PATH", value_parser = key_and_path)]
+    uint32: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian int64 values.
+    #[arg(long = "int64", value_name = "KEY=PATH", value_parser = key_and_path)]
+    int64: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian uint64 values.
+    #[arg(long = "uint64", value_name = "KEY=PATH", value_parser = key_and_path)]
+    uint64: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian float32 values.
+    #[arg(long = "float32", value_name = "KEY=PATH", value_parser = key_and_path)]
+    float32: Vec<(String, PathBuf)>,
+    /// KEY=PATH of little-endian float64 values.
+    #[arg(long = "float64", value_name = "KEY=PATH", value_parser = key_and_path)]
+    float64: Vec<(String, PathBuf)>,
+    /// KEY=PATH of a one-dimensional .npy file (type from its header).
+    #[arg(long = "npy", value_name = "KEY=PATH", value_parser = key_and_path)]
+    npy: Vec<(String, PathBuf)>,
+}
+
+impl PackArgs {
+    /// Every raw input with its type.
+    fn typed(&self) -> impl Iterator<Item = (ItemType, &(String, PathBuf))> {
+        [
+            (ItemType::Int8, &self.int8),
+            (ItemType::Uint8, &self.uint8),
+            (ItemType::Int16, &self.int16),
+            (ItemType::Uint16, &self.uint16),
+            (ItemType::Int32, &self.int32),
+            (ItemType::Uint32, &self.uint32),
+            (ItemType::Int64, &self.int64),
+            (ItemType::Uint64, &self.uint64),
+            (ItemType::Float32, &self.float32),
+            (ItemType::Float64, &self.float64),
+        ]
+        .into_iter()
+        .flat_map(|(item_type, inputs)| inputs.iter().map(move |input| (item_type, input)))
+    }
 }
 
 fn key_and_path(spec: &str) -> Result<(String, PathBuf), String> {
@@ -94,19 +160,29 @@ fn key_and_path(spec: &str) -> Result<(String, PathBuf), String> {
 }
 
 pub fn run(command: &Command) -> CommandResult {
+    let kast = Some(Format::Kast);
     match command {
-        Command::Ls(args) => ls(args),
-        Command::Dump(args) => dump(args),
         Command::Info(args) => info(args),
+        Command::List(args) => ls(args),
+        Command::Get(args) => generic::get(args, kast),
+        Command::Dump(args) => dump(args),
+        Command::Extract(args) => generic::extract(args, kast),
+        Command::Verify(args) => generic::verify(args, kast),
         Command::Pack(args) => pack(args),
     }
 }
 
-fn open(path: &Path) -> Result<Store, String> {
+/// A store from a file (mapped), a URL (read by ranges) or standard input.
+fn open(session: &Session, path: &Path) -> Result<Store<Box<dyn Source>>, String> {
     let store = if path == Path::new("-") {
         Store::read_from(&mut std::io::stdin().lock(), "<stdin>")
+            .and_then(|store| Store::new(Box::new(store.into_source()) as Box<dyn Source>))
+    } else if binfmt::is_remote(path) {
+        Store::new(session.source(path)?.source)
     } else {
-        Store::open(path)
+        ByteSource::open(path)
+            .map_err(binfmt_kastore::KastError::from)
+            .and_then(|source| Store::new(Box::new(source) as Box<dyn Source>))
     };
     store.map_err(|error| output::about(path, error))
 }
@@ -115,29 +191,31 @@ fn key_text<'a>(item: &Item<'a>) -> Cow<'a, str> {
     String::from_utf8_lossy(item.key())
 }
 
-fn byte_len(item: &Item<'_>) -> u64 {
-    item.le_bytes().len() as u64
-}
-
 #[derive(Debug, serde::Serialize)]
 struct Listed<'a> {
-    key: Cow<'a, str>,
-    #[serde(rename = "type")]
-    item_type: &'static str,
+    name: Cow<'a, str>,
+    size: u64,
+    kind: &'static str,
     length: u64,
-    bytes: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    name_not_utf8: bool,
 }
 
-fn ls(args: &LsArgs) -> CommandResult {
-    let store = open(&args.file)?;
+fn ls(args: &ListArgs) -> CommandResult {
+    args.remote.counted(|session| ls_in(session, args))
+}
+
+fn ls_in(session: &Session, args: &ListArgs) -> CommandResult {
+    let store = open(session, &args.file)?;
     if args.json {
         let listed: Vec<Listed<'_>> = store
             .items()
             .map(|item| Listed {
-                key: key_text(&item),
-                item_type: item.item_type().name(),
+                name: key_text(&item),
+                size: item.byte_len(),
+                kind: item.item_type().name(),
                 length: item.len(),
-                bytes: byte_len(&item),
+                name_not_utf8: item.key_str().is_none(),
             })
             .collect();
         output::print_json(&listed)?;
@@ -147,7 +225,7 @@ fn ls(args: &LsArgs) -> CommandResult {
         output::to_stdout(|out| {
             store
                 .items()
-                .try_for_each(|item| writeln!(out, "{}", key_text(&item)))
+                .try_for_each(|item| writeln!(out, "{}", output::escape(&key_text(&item))))
         })?;
         return Ok(Status::Success);
     }
@@ -155,15 +233,15 @@ fn ls(args: &LsArgs) -> CommandResult {
         .items()
         .map(|item| {
             let size = if args.human_readable {
-                human_size(byte_len(&item))
+                human_size(item.byte_len())
             } else {
-                byte_len(&item).to_string()
+                item.byte_len().to_string()
             };
             [
                 item.item_type().name().to_owned(),
                 item.len().to_string(),
                 size,
-                key_text(&item).into_owned(),
+                output::escape(&key_text(&item)).into_owned(),
             ]
         })
         .collect();
@@ -202,12 +280,19 @@ fn human_size(bytes: u64) -> String {
 }
 
 fn dump(args: &DumpArgs) -> CommandResult {
-    let store = open(&args.file)?;
+    args.remote.counted(|session| dump_in(session, args))
+}
+
+fn dump_in(session: &Session, args: &DumpArgs) -> CommandResult {
+    let store = open(session, &args.file)?;
     let item = store
         .get(&args.key)
         .map_err(|error| output::about(&args.file, error))?;
     if args.raw {
-        output::to_stdout(|out| out.write_all(item.le_bytes()))?;
+        let mut reader = item
+            .reader()
+            .map_err(|error| output::about(&args.file, error))?;
+        output::stream_to_stdout(&mut reader, |error| output::about(&args.file, error))?;
         return Ok(Status::Success);
     }
     let failure = |error| output::about(&args.file, error);
@@ -232,6 +317,10 @@ fn dump(args: &DumpArgs) -> CommandResult {
         ItemType::Float64 => print_values(&item.values::<f64>().map_err(failure)?, |v| {
             python_float_repr(*v)
         }),
+        other => Err(format!(
+            "{}: no printer for {other} values",
+            args.file.display()
+        )),
     }?;
     Ok(Status::Success)
 }
@@ -274,53 +363,102 @@ fn python_float_repr(value: f64) -> String {
 #[derive(Debug, serde::Serialize)]
 struct Info {
     path: String,
+    format: Format,
+    entries: usize,
+    bytes: u64,
     version: String,
-    items: usize,
     file_size: u64,
-    array_bytes: u64,
 }
 
-fn info(args: &InfoArgs) -> CommandResult {
-    let store = open(&args.file)?;
+fn info(args: &generic::InfoArgs) -> CommandResult {
+    args.remote.counted(|session| info_in(session, args))
+}
+
+fn info_in(session: &Session, args: &generic::InfoArgs) -> CommandResult {
+    let store = open(session, &args.file)?;
     let (major, minor) = store.version();
     let info = Info {
         path: args.file.display().to_string(),
+        format: Format::Kast,
         version: format!("{major}.{minor}"),
-        items: store.len(),
+        entries: store.len(),
         file_size: store.file_size(),
-        array_bytes: store.items().map(|item| byte_len(&item)).sum(),
+        // Every array lies inside the file: the sum is at most its size.
+        bytes: store.items().map(|item| item.byte_len()).sum(),
     };
     if args.json {
         output::print_json(&info)?;
     } else {
         output::print(&format!(
-            "path: {}\nformat: kastore {}\nitems: {}\nfile size: {} bytes\narray data: {} bytes\n",
-            info.path, info.version, info.items, info.file_size, info.array_bytes
+            "path: {}\nformat: kastore {}\nentries: {}\nfile size: {} bytes\narray data: {} bytes\n",
+            output::escape(&info.path),
+            info.version,
+            info.entries,
+            info.file_size,
+            info.bytes
         ))?;
     }
     Ok(Status::Success)
 }
 
-fn pack(args: &PackArgs) -> CommandResult {
-    let mut inputs = Vec::with_capacity(args.uint8.len());
-    for (key, path) in &args.uint8 {
-        let bytes = if path == Path::new("-") {
-            ByteSource::read_from(&mut std::io::stdin().lock(), "<stdin>")
-        } else {
-            ByteSource::open(path)
-        }
-        .map_err(|error| output::about(path, error))?;
-        inputs.push((key, bytes));
+/// Reads one pack input: a file ("-": standard input, once).
+fn read_input(path: &Path) -> Result<ByteSource, String> {
+    if path == Path::new("-") {
+        ByteSource::read_from(&mut std::io::stdin().lock(), "<stdin>")
+    } else {
+        ByteSource::open(path)
     }
-    let mut writer = Writer::new();
-    for (key, bytes) in &inputs {
+    .map_err(|error| output::about(path, error))
+}
+
+fn pack(args: &PackArgs) -> CommandResult {
+    let mut raw = Vec::new();
+    for (item_type, (key, path)) in args.typed() {
+        raw.push((key, item_type, read_input(path)?));
+    }
+    let mut npy = Vec::new();
+    for (key, path) in &args.npy {
+        let (item_type, bytes) =
+            binfmt_kastore::npy::read(path).map_err(|error| error.to_string())?;
+        npy.push((key, item_type, bytes));
+    }
+    if raw.is_empty() && npy.is_empty() && !args.append {
+        crate::output::usage_error("give at least one array: --TYPE KEY=PATH or --npy KEY=PATH");
+    }
+    let existing = if args.append {
+        Some(Store::open(&args.output).map_err(|error| output::about(&args.output, error))?)
+    } else {
+        None
+    };
+    let mut writer = match &existing {
+        Some(store) => {
+            Writer::from_store(store).map_err(|error| output::about(&args.output, error))?
+        }
+        None => Writer::new(),
+    };
+    let arrays = raw
+        .iter()
+        .map(|(key, item_type, bytes)| (*key, *item_type, bytes.as_bytes()))
+        .chain(
+            npy.iter()
+                .map(|(key, item_type, bytes)| (*key, *item_type, bytes.as_slice())),
+        );
+    for (key, item_type, bytes) in arrays {
+        if let Err(why) = binfmt_core::extract::check_relative_name(key) {
+            return Err(format!(
+                "--{item_type} {key}: {why}: keys are named like relative paths, as every extractor writes them"
+            ));
+        }
+        if args.replace {
+            writer.remove(key);
+        }
         writer
-            .insert_raw(key, ItemType::Uint8, bytes.as_bytes())
-            .map_err(|error| format!("--uint8 {key}: {error}"))?;
+            .insert_raw(key, item_type, bytes)
+            .map_err(|error| format!("--{item_type} {key}: {error}"))?;
     }
     writer
-        .write_file(&args.out)
-        .map_err(|error| output::about(&args.out, error))?;
+        .write_file(&args.output)
+        .map_err(|error| output::about(&args.output, error))?;
     Ok(Status::Success)
 }
 

@@ -1,49 +1,62 @@
 //! `binfmt par4 ...`: look inside Parcode V4 files.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use binfmt::Format;
+use binfmt_core::Source;
 use binfmt_parcode::{Chunk, ParFile};
 
+use crate::cmd::generic;
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
-/// Inspect and check Parcode V4 (PAR4) files.
+/// Inspect and check Parcode V4 (PAR4) files; read the entries of a
+/// `HashMap<String, Vec<u8>>` root.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    Inspect(InspectArgs),
-    Verify(VerifyArgs),
+    #[command(visible_alias = "inspect")]
+    Info(InspectArgs),
+    List(generic::ListArgs),
+    Get(generic::GetArgs),
+    Extract(generic::ExtractArgs),
+    Verify(generic::VerifyArgs),
 }
 
-/// Print the chunk tree without decoding payloads.
+/// Print the chunk tree without decoding payloads (also `par4 inspect`).
 ///
 /// One line per chunk, indented by depth: offset, length, compression,
 /// payload size (after decompression, from the LZ4 size prefix) and number
 /// of children. A chunk reached twice (a graph, not a tree) is an error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt par4 inspect data.par4\n  binfmt par4 inspect --json data.par4 | jq '.children | length'"
+    after_help = "Examples:\n  binfmt par4 info data.par4\n  binfmt par4 inspect --json data.par4 | jq '.children | length'\n  binfmt par4 info -v https://example.org/data.par4"
 )]
 pub struct InspectArgs {
-    /// The PAR4 file.
+    /// The PAR4 file, or its http(s):// or s3:// URL.
     file: PathBuf,
     /// Print the tree as nested JSON objects.
     #[arg(long)]
     json: bool,
-}
-
-/// Walk every chunk and decompress every payload.
-#[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  binfmt par4 verify data.par4")]
-pub struct VerifyArgs {
-    /// The PAR4 file.
-    file: PathBuf,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 pub fn run(command: &Command) -> CommandResult {
+    let par4 = Some(Format::Par4);
     match command {
-        Command::Inspect(args) => inspect(args),
-        Command::Verify(args) => verify(args),
+        Command::Info(args) => args.remote.counted(|session| inspect(session, args)),
+        Command::List(args) => generic::list(args, par4),
+        Command::Get(args) => generic::get(args, par4),
+        Command::Extract(args) => generic::extract(args, par4),
+        Command::Verify(args) => args.remote.counted(|session| verify(session, args)),
     }
+}
+
+/// A PAR4 file from a path or a URL, read by ranges.
+fn open(session: &Session, path: &Path) -> Result<ParFile<Box<dyn Source>>, String> {
+    let opened = session.source(path)?;
+    ParFile::new(opened.source).map_err(|error| output::about(path, error))
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -94,19 +107,18 @@ fn render(node: &Node, depth: usize, text: &mut String) {
     }
 }
 
-fn inspect(args: &InspectArgs) -> CommandResult {
-    let failed = |error: binfmt_parcode::ParError| output::about(&args.file, error);
-    let file = ParFile::open(&args.file).map_err(failed)?;
+fn inspect(session: &Session, args: &InspectArgs) -> CommandResult {
+    let file = open(session, &args.file)?;
     let root = file
         .root()
         .and_then(|root| tree(&root.walking()?))
-        .map_err(failed)?;
+        .map_err(|error| output::about(&args.file, error))?;
     if args.json {
         output::print_json(&root)?;
     } else {
         let mut text = format!(
             "{}: PAR4 version 4, {} bytes\n",
-            args.file.display(),
+            output::escape(&args.file.display().to_string()),
             file.file_size()
         );
         render(&root, 0, &mut text);
@@ -115,14 +127,13 @@ fn inspect(args: &InspectArgs) -> CommandResult {
     Ok(Status::Success)
 }
 
-fn verify(args: &VerifyArgs) -> CommandResult {
-    let failed = |error: binfmt_parcode::ParError| output::about(&args.file, error);
-    let summary = ParFile::open(&args.file)
-        .and_then(|file| file.verify())
-        .map_err(failed)?;
+fn verify(session: &Session, args: &generic::VerifyArgs) -> CommandResult {
+    let summary = open(session, &args.file)?
+        .verify()
+        .map_err(|error| output::about(&args.file, error))?;
     output::print(&format!(
         "{}: ok, {} chunks, {} payload bytes\n",
-        args.file.display(),
+        output::escape(&args.file.display().to_string()),
         summary.chunks,
         summary.payload_bytes
     ))?;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use binfmt::Format;
 
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
 /// Print the format of each file, decided from its magic bytes.
@@ -22,9 +23,12 @@ pub struct Args {
     #[arg(long)]
     json: bool,
 
-    /// Files to examine.
+    /// Files to examine (paths, or http(s):// or s3:// URLs).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -34,16 +38,23 @@ struct Sniffed<'a> {
 }
 
 pub fn run(args: &Args) -> CommandResult {
+    args.remote.counted(|session| run_in(session, args))
+}
+
+fn run_in(session: &Session, args: &Args) -> CommandResult {
     let mut status = Status::Success;
     let mut sniffed = Vec::with_capacity(args.files.len());
     for path in &args.files {
-        match binfmt::sniff(path) {
+        let sniffed_format = session.source(path).and_then(|opened| {
+            binfmt::sniff_source(&*opened.source).map_err(|e| output::about(path, e))
+        });
+        match sniffed_format {
             Ok(format) => sniffed.push(Sniffed {
                 path: path.to_string_lossy(),
                 format,
             }),
             Err(error) => {
-                eprintln!("binfmt: {}", output::about(path, error));
+                eprintln!("binfmt: {error}");
                 status = Status::Failed;
             }
         }

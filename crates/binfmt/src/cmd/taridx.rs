@@ -3,8 +3,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use binfmt_taridx::{Dataset, Index, IndexOptions, fold_shards, index_fold, index_shards};
+use binfmt_core::Source;
+use binfmt_taridx::{
+    Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
+    TaridxError, fold_index_path, fold_shards, write_index,
+};
 
+use crate::cmd::generic;
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
 /// Index WebDataset-style tar shards and read samples at random.
@@ -12,73 +18,234 @@ use crate::output::{self, CommandResult, Status};
 pub enum Command {
     Index(IndexArgs),
     Info(InfoArgs),
+    List(generic::ListArgs),
     Get(GetArgs),
+    Extract(generic::ExtractArgs),
+    Verify(generic::VerifyArgs),
+    Status(StatusArgs),
+    Pack(PackArgs),
+    Export(ExportArgs),
+    Import(ImportArgs),
+}
+
+/// How member names become sample keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeyRuleArg {
+    /// glzn's iTar rule: the basename up to its first dot (the default; the
+    /// index is byte-identical to glzn's).
+    Glzn,
+    /// WebDataset's rule: the whole path up to the basename's first dot
+    /// (recorded in the index: flag bit 1, minor version 1).
+    Webdataset,
+}
+
+impl From<KeyRuleArg> for KeyRule {
+    fn from(arg: KeyRuleArg) -> Self {
+        match arg {
+            KeyRuleArg::Glzn => KeyRule::Glzn,
+            KeyRuleArg::Webdataset => KeyRule::WebDataset,
+        }
+    }
 }
 
 /// Write a .taridx index of tar shards.
 ///
 /// With --fold, index the shards ROOT/FOLD_*.tar (sorted by name, giving fids
-/// 0, 1, ...) into ROOT/FOLD.taridx. With --out, index the given shards in
-/// the given order. Only headers are read; shards are scanned in parallel,
-/// and the index is the same whatever the number of jobs. A corrupt shard
-/// fails with its name and byte offset and leaves no index behind.
+/// 0, 1, ...) into ROOT/FOLD.taridx (or -o). Otherwise index the given
+/// shards, in the given order, into -o OUT.taridx. Only headers are read;
+/// shards are scanned in parallel, and the index is the same whatever the
+/// number of jobs. A corrupt shard fails with its name and byte offset and
+/// leaves no index behind; an output that is one of the shards is refused.
 #[derive(Debug, clap::Args)]
 #[command(
-    group(clap::ArgGroup::new("target").required(true).args(["fold", "out"])),
-    after_help = "Examples:\n  binfmt taridx index data/ --fold train\n  binfmt taridx index --out val.taridx val_0000.tar val_0001.tar --jobs 4"
+    after_help = "Examples:\n  binfmt taridx index data/ --fold train\n  binfmt taridx index data/ --all\n  binfmt taridx index val_0000.tar val_0001.tar -o val.taridx --jobs 4\n  binfmt taridx index data/ --fold train --keys webdataset"
 )]
 pub struct IndexArgs {
-    /// ROOT with --fold; the shards, in fid order, with --out.
+    /// ROOT with --fold or --all; the shards, in fid order, otherwise.
     #[arg(required = true, value_name = "ROOT | SHARD")]
     inputs: Vec<PathBuf>,
     /// The fold to index: shards ROOT/FOLD_*.tar, index ROOT/FOLD.taridx.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "all")]
     fold: Option<String>,
-    /// Where to write the index of explicitly listed shards.
-    #[arg(long, value_name = "OUT.taridx")]
-    out: Option<PathBuf>,
+    /// Index every fold under ROOT (FOLD_NNNN.tar groups), folds in parallel.
+    #[arg(long, conflicts_with = "output")]
+    all: bool,
+    /// Where to write the index (default with --fold: ROOT/FOLD.taridx).
+    #[arg(short, long, value_name = "OUT.taridx", visible_alias = "out")]
+    output: Option<PathBuf>,
     /// Shards scanned at once (default: one per core).
     #[arg(long, short)]
     jobs: Option<usize>,
+    /// How member names become sample keys.
+    #[arg(long, value_enum, default_value = "glzn")]
+    keys: KeyRuleArg,
 }
 
-/// Show an index's version, rows, stems, extensions, crash stems and contiguity.
+/// Show an index's version, key rule, rows, stems, extensions, crash stems
+/// and contiguity.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt taridx info data/train.taridx\n  binfmt taridx info --json data/train.taridx"
 )]
 pub struct InfoArgs {
-    /// The .taridx file.
+    /// The .taridx file, or its http(s):// or s3:// URL.
     file: PathBuf,
     /// Print a JSON object instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
-/// Write the payload(s) of one sample, found by stem.
+/// Write one member, or the members of one sample.
 ///
-/// The shards are INDEX's fold in its directory (or in --shards ROOT): an
-/// index FOLD.taridx has shards FOLD_*.tar. With --ext, or when the sample
-/// has one member, the payload goes to stdout (or -o FILE); otherwise -o
-/// names a directory that receives STEM.EXT for every member.
+/// NAME is a member's full name (as `binfmt list` shows it: pax and GNU long
+/// names included), or a sample key (glzn: the basename before its first
+/// dot; webdataset-keyed indexes: the whole path before it). The shards are
+/// INDEX's fold in its directory (or in --shards ROOT). One member goes to
+/// stdout or to the file -o names; a sample of several members needs -o DIR,
+/// which receives KEY.EXT for every member. Two members that would land on
+/// one file are refused, naming both.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt taridx get data/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt taridx get data/train.taridx 000123 -o sample/"
+    after_help = "Examples:\n  binfmt taridx get data/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt taridx get data/train.taridx 000123 -o sample/\n  binfmt taridx get data/train.taridx cat/000123.jpg -o 000123.jpg"
 )]
 pub struct GetArgs {
-    /// The .taridx file.
+    /// The .taridx file, or its http(s):// or s3:// URL (the shards are
+    /// then read beside it by range requests, one per sample).
     index: PathBuf,
-    /// The sample's stem (the member's basename up to its first '.').
-    stem: String,
-    /// Only the member with this extension.
+    /// A member's full name, or a sample key.
+    name: String,
+    /// Only the member with this extension (-o then names a file).
     #[arg(long)]
     ext: Option<String>,
     /// The directory holding the shards (default: the index's directory).
     #[arg(long, value_name = "ROOT")]
     shards: Option<PathBuf>,
-    /// Where to write: a file for one payload, a directory for several.
+    /// Where to write: a file for one member, a directory for a sample.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    remote: RemoteArgs,
+}
+
+/// Report which folds under a root have a missing or stale index.
+///
+/// A fold is every ROOT/FOLD_NNNN.tar group; its index ROOT/FOLD.taridx is
+/// stale when it is older than a shard, or when a row's member ends past its
+/// shard's end or lies in a shard that is gone. Exit status 1 when any
+/// index is missing or stale.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt taridx status data/\n  binfmt taridx status --json data/"
+)]
+pub struct StatusArgs {
+    /// The directory holding the folds.
+    root: PathBuf,
+    /// Print a JSON array of {"fold", "index", "shards", "state", "why"}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Write a fold of WebDataset samples from a directory tree or any archive.
+///
+/// Files (or entries) are grouped into samples by key, WebDataset style:
+/// the path up to the first dot of the basename; the rest is the member's
+/// extension. Samples go in key order, members in extension order, into
+/// shards DIR/FOLD_0000.tar, ... that roll over at --max-samples samples or
+/// --max-bytes bytes, never splitting a sample. Tar headers are fixed
+/// (mode 0644, owner 0, mtime 0), so the same input gives the same bytes;
+/// the index is written in the same pass, byte-identical to indexing the
+/// shards afterwards.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt taridx pack images/ -o shards/train.taridx --max-samples 10000\n  binfmt taridx pack data.arcx -o shards/train.taridx --max-bytes 1000000000"
+)]
+pub struct PackArgs {
+    /// A directory, or a file binfmt opens (ARCX, KAST, PAR4, TARIDX).
+    input: PathBuf,
+    /// The index to write, DIR/FOLD.taridx (shards go beside it).
+    #[arg(short, long, value_name = "DIR/FOLD.taridx")]
+    output: PathBuf,
+    /// The most samples in one shard.
+    #[arg(long, default_value_t = 100_000)]
+    max_samples: u64,
+    /// The most bytes in one shard (a larger sample gets a shard of its own).
+    #[arg(long, default_value_t = 3_000_000_000)]
+    max_bytes: u64,
+    /// The index's key rule (glzn's needs keys without directories).
+    #[arg(long, value_enum, default_value = "webdataset")]
+    keys: KeyRuleArg,
+}
+
+/// The foreign indexes `taridx export` and `taridx import` speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ForeignArg {
+    /// A wids shard list (JSON): url, nsamples, filesize per shard.
+    Wids,
+    /// NVIDIA DALI wds2idx index files (SHARD.idx, one line per sample).
+    Dali,
+    /// ratarmount's SQLite index (SHARD.tar.index.sqlite).
+    Ratarmount,
+}
+
+/// Write another tool's index of a fold.
+///
+/// wids: one shard list, -o LIST.json (urls relative to its directory).
+/// dali: one .idx per shard, named as wds2idx names them, into -o DIR
+/// (default: beside the shards); v1.1 from the index alone, v1.2 (with
+/// member names) with --with-names, which reads each member's header.
+/// ratarmount: one SHARD.tar.index.sqlite per shard into -o DIR (default:
+/// beside the shards, where ratarmount looks), so ratarmount mounts without
+/// indexing.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt taridx export wids data/train.taridx -o data/train.json\n  binfmt taridx export dali data/train.taridx -o idx/\n  binfmt taridx export ratarmount data/train.taridx"
+)]
+pub struct ExportArgs {
+    /// The index format to write.
+    #[arg(value_enum)]
+    to: ForeignArg,
+    /// The .taridx file.
+    index: PathBuf,
+    /// The directory holding the shards (default: the index's directory).
+    #[arg(long, value_name = "ROOT")]
+    shards: Option<PathBuf>,
+    /// Where to write: a file for wids, a directory for dali and ratarmount.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// dali: write v1.2 lines with member names (reads each member's header).
+    #[arg(long)]
+    with_names: bool,
+}
+
+/// Build a .taridx from another tool's index.
+///
+/// wids: INPUT is the shard list; its shards are indexed in list order.
+/// dali: INPUTs are the shards; each SHARD's .idx is found beside it (as
+/// wds2idx names it) or in --from DIR. ratarmount: INPUTs are the shards;
+/// each SHARD.tar.index.sqlite is found beside it or in --from DIR. The
+/// index is then verified against the shards (every row's tar header).
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  binfmt taridx import wids data/train.json -o data/train.taridx\n  binfmt taridx import dali data/train_*.tar -o data/train.taridx\n  binfmt taridx import ratarmount data/train_0000.tar -o data/train.taridx"
+)]
+pub struct ImportArgs {
+    /// The index format to read.
+    #[arg(value_enum)]
+    from: ForeignArg,
+    /// The wids shard list, or the shards in fid order.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Where the .idx or .index.sqlite files are (default: beside the shards).
+    #[arg(long = "from", value_name = "DIR")]
+    from_dir: Option<PathBuf>,
+    /// The index to write.
+    #[arg(short, long, value_name = "OUT.taridx")]
+    output: PathBuf,
+    /// The new index's key rule.
+    #[arg(long, value_enum, default_value = "glzn")]
+    keys: KeyRuleArg,
 }
 
 pub fn run(command: &Command) -> CommandResult {
@@ -86,68 +253,452 @@ pub fn run(command: &Command) -> CommandResult {
         Command::Index(args) => index(args),
         Command::Info(args) => info(args),
         Command::Get(args) => get(args),
+        Command::List(args) => generic::list(args, Some(binfmt::Format::Taridx)),
+        Command::Extract(args) => generic::extract(args, Some(binfmt::Format::Taridx)),
+        Command::Verify(args) => generic::verify(args, Some(binfmt::Format::Taridx)),
+        Command::Status(args) => status(args),
+        Command::Pack(args) => pack(args),
+        Command::Export(args) => export(args),
+        Command::Import(args) => import(args),
     }
 }
 
+fn failed(path: &Path) -> impl Fn(TaridxError) -> String + '_ {
+    move |error| output::about(path, error)
+}
+
 fn index(args: &IndexArgs) -> CommandResult {
-    let options = IndexOptions { jobs: args.jobs };
-    match (&args.fold, &args.out) {
-        (Some(fold), None) => {
+    let options = IndexOptions::new()
+        .jobs(args.jobs)
+        .key_rule(args.keys.into());
+    if args.all {
+        return index_all(args, options);
+    }
+    let (shards, out) = match &args.fold {
+        Some(fold) => {
             let [root] = args.inputs.as_slice() else {
                 output::usage_error("--fold takes exactly one ROOT directory")
             };
-            let shards = fold_shards(root, fold).map_err(|error| output::about(root, error))?;
-            let bar = output::progress(shards.len() as u64, "indexing shards");
-            let path = index_fold(root, fold, options, || bar.inc(1))
-                .map_err(|error| error.to_string())?;
-            bar.finish_and_clear();
-            eprintln!("wrote {}", path.display());
+            let shards = fold_shards(root, fold).map_err(failed(root))?;
+            let out = args
+                .output
+                .clone()
+                .unwrap_or_else(|| fold_index_path(root, fold));
+            (shards, out)
         }
-        (None, Some(out)) => {
-            let bar = output::progress(args.inputs.len() as u64, "indexing shards");
-            let builder = index_shards(&args.inputs, options, || bar.inc(1))
-                .map_err(|error| error.to_string())?;
-            bar.finish_and_clear();
-            builder
-                .write_file(out)
-                .map_err(|error| output::about(out, error))?;
+        None => {
+            let Some(out) = &args.output else {
+                output::usage_error("give -o OUT.taridx for the shards, or --fold FOLD with a ROOT")
+            };
+            (args.inputs.clone(), out.clone())
+        }
+    };
+    let bar = output::progress(shards.len() as u64, "indexing shards");
+    let written = write_index(&shards, &out, options, || bar.inc(1));
+    bar.finish_and_clear();
+    // Every failure names its file: the shard at fault or the output.
+    written.map_err(|error| error.to_string())?;
+    eprintln!("wrote {}", out.display());
+    Ok(Status::Success)
+}
+
+fn index_all(args: &IndexArgs, options: IndexOptions) -> CommandResult {
+    let [root] = args.inputs.as_slice() else {
+        output::usage_error("--all takes exactly one ROOT directory")
+    };
+    let folds = binfmt_taridx::folds::discover(root).map_err(failed(root))?;
+    if folds.is_empty() {
+        return Err(output::about(root, "no folds (FOLD_NNNN.tar files) here"));
+    }
+    let results = binfmt_taridx::folds::index_all(&folds, options);
+    let mut failures = Vec::new();
+    for (fold, result) in folds.iter().zip(results) {
+        match result {
+            Ok(()) => eprintln!("wrote {}", fold.index.display()),
+            Err(error) => failures.push(format!("fold {:?}: {error}", fold.name)),
+        }
+    }
+    if failures.is_empty() {
+        Ok(Status::Success)
+    } else {
+        Err(failures.join("\n"))
+    }
+}
+
+#[derive(Debug, serde::Serialize)]
+struct FoldReport {
+    fold: String,
+    index: String,
+    shards: usize,
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
+}
+
+fn status(args: &StatusArgs) -> CommandResult {
+    use binfmt_taridx::folds::FoldState;
+    let folds = binfmt_taridx::folds::discover(&args.root).map_err(failed(&args.root))?;
+    let mut reports = Vec::with_capacity(folds.len());
+    for fold in &folds {
+        let (state, why) = match fold.state().map_err(failed(&fold.index))? {
+            FoldState::Fresh => ("fresh", None),
+            FoldState::Missing => ("missing", None),
+            FoldState::Stale(why) => ("stale", Some(why)),
+            _ => ("unknown", None),
+        };
+        reports.push(FoldReport {
+            fold: fold.name.clone(),
+            index: fold.index.display().to_string(),
+            shards: fold.shards.len(),
+            state,
+            why,
+        });
+    }
+    if args.json {
+        output::print_json(&reports)?;
+    } else {
+        let mut text = String::new();
+        for report in &reports {
+            text.push_str(&format!(
+                "{}\t{}\t{} shards{}\n",
+                report.state,
+                report.fold,
+                report.shards,
+                report
+                    .why
+                    .as_ref()
+                    .map(|why| format!("\t{why}"))
+                    .unwrap_or_default()
+            ));
+        }
+        output::print(&text)?;
+    }
+    Ok(if reports.iter().all(|report| report.state == "fresh") {
+        Status::Success
+    } else {
+        Status::Failed
+    })
+}
+
+/// What pack reads a member from.
+enum PackSource {
+    File(PathBuf),
+    Entry(String),
+}
+
+fn pack(args: &PackArgs) -> CommandResult {
+    let rule = KeyRule::from(args.keys);
+    let out = &args.output;
+    let fold = out
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .filter(|_| out.extension().is_some_and(|ext| ext == "taridx"))
+        .ok_or_else(|| output::about(out, "the output must be named DIR/FOLD.taridx"))?;
+    let dir = out
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    // (name, size, where from), grouped by WebDataset key below.
+    let mut files: Vec<(String, u64, PackSource)> = Vec::new();
+    let archive = if args.input.is_dir() {
+        for (name, path) in regular_files(&args.input)? {
+            let size = std::fs::metadata(&path)
+                .map_err(|e| output::about(&path, e))?
+                .len();
+            files.push((name, size, PackSource::File(path)));
+        }
+        None
+    } else {
+        let source = binfmt::open(&args.input).map_err(output::failed)?;
+        for entry in source.list().map_err(output::failed)? {
+            files.push((
+                entry.name.clone(),
+                entry.size,
+                PackSource::Entry(entry.name),
+            ));
+        }
+        Some(source)
+    };
+    let mut samples: std::collections::BTreeMap<String, Vec<(String, u64, PackSource)>> =
+        std::collections::BTreeMap::new();
+    for (name, size, from) in files {
+        let split = KeyRule::WebDataset.split(&name);
+        if split.extension.is_empty() {
+            return Err(output::about(
+                &args.input,
+                format!("{name:?} has no extension: a WebDataset sample member is KEY.EXT"),
+            ));
+        }
+        let extension = name
+            .get(split.key.len() + 1..)
+            .unwrap_or_default()
+            .to_owned();
+        samples
+            .entry(split.key)
+            .or_default()
+            .push((extension, size, from));
+    }
+    let mut writer = binfmt_taridx::SampleWriter::create(
+        &dir,
+        fold,
+        binfmt_taridx::SampleWriterOptions::new()
+            .max_samples(args.max_samples)
+            .max_bytes(args.max_bytes)
+            .key_rule(rule),
+    )
+    .map_err(failed(out))?;
+    let bar = output::progress(samples.len() as u64, "packing samples");
+    for (key, mut members) in samples {
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut streams: Vec<(String, u64, Box<dyn std::io::Read>)> = Vec::new();
+        for (extension, size, from) in members {
+            let reader: Box<dyn std::io::Read> = match from {
+                PackSource::File(path) => {
+                    Box::new(std::fs::File::open(&path).map_err(|e| output::about(&path, e))?)
+                }
+                PackSource::Entry(name) => {
+                    let bytes = archive
+                        .as_ref()
+                        .map(|source| source.read(&name))
+                        .transpose()
+                        .map_err(output::failed)?
+                        .unwrap_or_default();
+                    Box::new(std::io::Cursor::new(bytes))
+                }
+            };
+            streams.push((extension, size, reader));
+        }
+        writer.write_streams(&key, streams).map_err(failed(out))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let fold = writer.finish().map_err(failed(out))?;
+    eprintln!(
+        "packed {} samples ({} members, {} bytes) into {} shards; wrote {}",
+        fold.samples,
+        fold.members,
+        fold.bytes,
+        fold.shards.len(),
+        fold.index.display()
+    );
+    Ok(Status::Success)
+}
+
+/// The regular files under `dir` as (name relative to `dir` with `/`
+/// separators, path). Symlinks are never followed and, like other
+/// non-regular files and names that are not UTF-8, are skipped with a note
+/// on stderr.
+fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut files = Vec::new();
+    let mut stack = vec![(String::new(), dir.to_path_buf())];
+    while let Some((prefix, directory)) = stack.pop() {
+        let entries = std::fs::read_dir(&directory).map_err(|e| output::about(&directory, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| output::about(&directory, e))?;
+            let path = entry.path();
+            let kind = entry.file_type().map_err(|e| output::about(&path, e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                eprintln!(
+                    "skipped {}: name is not UTF-8",
+                    output::escape(&path.display().to_string())
+                );
+                continue;
+            };
+            let name = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if kind.is_dir() {
+                stack.push((name, path));
+            } else if kind.is_file() {
+                files.push((name, path));
+            } else {
+                eprintln!("skipped {}: not a regular file", output::escape(&name));
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// The shards of an index's fold: in its directory, or in `shards`.
+fn index_shards_of(index: &Path, shards: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+    let fold = index
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .ok_or_else(|| output::about(index, "the index file name has no fold name"))?;
+    let root = match shards {
+        Some(root) => root.to_path_buf(),
+        None => index
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    fold_shards(&root, fold).map_err(failed(&root))
+}
+
+fn export(args: &ExportArgs) -> CommandResult {
+    use binfmt_taridx::foreign;
+    let shards = index_shards_of(&args.index, args.shards.as_deref())?;
+    let dataset = Dataset::open(&args.index, &shards).map_err(failed(&args.index))?;
+    let beside = |shard: &Path| {
+        args.output.clone().unwrap_or_else(|| {
+            shard
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        })
+    };
+    match args.to {
+        ForeignArg::Wids => {
+            let Some(out) = &args.output else {
+                output::usage_error("wids: give -o LIST.json")
+            };
+            let list_dir = out.parent().unwrap_or(Path::new(""));
+            let name = args
+                .index
+                .file_stem()
+                .map(|stem| stem.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let list = foreign::wids_shard_list(dataset.index(), &shards, list_dir, &name)
+                .map_err(failed(&args.index))?;
+            let text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())? + "\n";
+            write_bytes(out, text.as_bytes())?;
             eprintln!("wrote {}", out.display());
         }
-        _ => output::usage_error("give either --fold FOLD or --out OUT.taridx"),
+        ForeignArg::Dali => {
+            for (fid, shard) in shards.iter().enumerate() {
+                let fid = u16::try_from(fid).map_err(|e| e.to_string())?;
+                let dir = beside(shard);
+                std::fs::create_dir_all(&dir).map_err(|e| output::about(&dir, e))?;
+                let path = dir.join(foreign::dali_index_name(shard));
+                let text = foreign::dali_index(&dataset, fid, args.with_names)
+                    .map_err(failed(&args.index))?;
+                write_bytes(&path, text.as_bytes())?;
+                eprintln!("wrote {}", path.display());
+            }
+        }
+        ForeignArg::Ratarmount => {
+            for (fid, shard) in shards.iter().enumerate() {
+                let fid = u16::try_from(fid).map_err(|e| e.to_string())?;
+                let dir = beside(shard);
+                std::fs::create_dir_all(&dir).map_err(|e| output::about(&dir, e))?;
+                let path =
+                    foreign::ratarmount_index_path(dir.join(shard.file_name().unwrap_or_default()));
+                foreign::export_ratarmount(&dataset, fid, &path).map_err(failed(&args.index))?;
+                eprintln!("wrote {}", path.display());
+            }
+        }
     }
     Ok(Status::Success)
+}
+
+fn import(args: &ImportArgs) -> CommandResult {
+    use binfmt_taridx::foreign;
+    let out = &args.output;
+    let rule = KeyRule::from(args.keys);
+    let (shards, builder) = match args.from {
+        ForeignArg::Wids => {
+            let [list] = args.inputs.as_slice() else {
+                output::usage_error("wids: give one shard list")
+            };
+            let entries = foreign::read_wids_shard_list(list).map_err(failed(list))?;
+            let shards: Vec<PathBuf> = entries.iter().map(|(path, _)| path.clone()).collect();
+            binfmt_taridx::shards::check_not_input(out, &shards).map_err(failed(out))?;
+            let builder =
+                binfmt_taridx::index_shards(&shards, IndexOptions::new().key_rule(rule), || {})
+                    .map_err(|e| e.to_string())?;
+            let rows = builder.rows();
+            for (fid, (shard, nsamples)) in entries.iter().enumerate() {
+                let counted = foreign::shard_samples(rows, fid as u16).len() as u64;
+                if counted != *nsamples {
+                    eprintln!(
+                        "note: {} lists {nsamples} samples, the index has {counted}",
+                        shard.display()
+                    );
+                }
+            }
+            (shards, builder)
+        }
+        ForeignArg::Dali | ForeignArg::Ratarmount => {
+            let shards = args.inputs.clone();
+            binfmt_taridx::shards::check_not_input(out, &shards).map_err(failed(out))?;
+            let mut builder = binfmt_taridx::IndexBuilder::new(rule);
+            for (fid, shard) in shards.iter().enumerate() {
+                let fid = u16::try_from(fid).map_err(|e| e.to_string())?;
+                let dir = args.from_dir.clone().unwrap_or_else(|| {
+                    shard
+                        .parent()
+                        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+                });
+                let members = if args.from == ForeignArg::Dali {
+                    let idx = dir.join(foreign::dali_index_name(shard));
+                    let text = std::fs::read_to_string(&idx).map_err(|e| output::about(&idx, e))?;
+                    let source = binfmt_core::FileSource::open(shard).map_err(|e| e.to_string())?;
+                    foreign::read_dali_index(&idx, &text, &source).map_err(failed(&idx))?
+                } else {
+                    let sqlite = foreign::ratarmount_index_path(
+                        dir.join(shard.file_name().unwrap_or_default()),
+                    );
+                    foreign::read_ratarmount(&sqlite).map_err(failed(&sqlite))?
+                };
+                for member in members {
+                    builder.add(fid, member).map_err(failed(out))?;
+                }
+            }
+            (shards, builder)
+        }
+    };
+    // The foreign index is a claim: check every row against its shard.
+    let index = Index::new(builder.to_bytes()).map_err(failed(out))?;
+    index
+        .verify(Some(&binfmt_taridx::ShardFiles::new(shards)))
+        .map_err(failed(out))?;
+    builder.write_file(out).map_err(failed(out))?;
+    eprintln!("wrote {}", out.display());
+    Ok(Status::Success)
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let mut file = binfmt_core::AtomicFile::create(path).map_err(|e| e.to_string())?;
+    file.write_all(bytes).map_err(|e| output::about(path, e))?;
+    file.commit().map_err(|e| e.to_string())
 }
 
 #[derive(Debug, serde::Serialize)]
 struct Info<'a> {
     path: String,
     version: String,
-    rows: usize,
+    keys: &'static str,
+    rows: u64,
     stems: u64,
     extensions: &'a [String],
-    crash_stems: &'a [String],
+    crash_stems: u32,
     contiguous: bool,
 }
 
 fn info(args: &InfoArgs) -> CommandResult {
-    let index = Index::open(&args.file).map_err(|error| output::about(&args.file, error))?;
+    args.remote.counted(|session| info_in(session, args))
+}
+
+fn info_in(session: &Session, args: &InfoArgs) -> CommandResult {
+    let index = Index::new(session.source(&args.file)?.source).map_err(failed(&args.file))?;
     let (major, minor) = index.version();
     let info = Info {
         path: args.file.display().to_string(),
         version: format!("{major}.{minor}"),
-        rows: index.rows().len(),
+        keys: index.key_rule().name(),
+        rows: index.num_rows(),
         stems: index.n_stems(),
         extensions: index.extensions(),
-        crash_stems: index.crash_stems(),
+        crash_stems: index.num_crash_stems(),
         contiguous: index.is_contiguous(),
     };
     if args.json {
         output::print_json(&info)?;
     } else {
         output::print(&format!(
-            "path: {}\nformat: taridx {}\nrows: {}\nstems: {}\nextensions: {}\ncrash stems: {}\ncontiguous: {}\n",
+            "path: {}\nformat: taridx {}\nkeys: {}\nrows: {}\nstems: {}\nextensions: {}\ncrash stems: {}\ncontiguous: {}\n",
             info.path,
             info.version,
+            info.keys,
             info.rows,
             info.stems,
             info.extensions
@@ -155,94 +706,159 @@ fn info(args: &InfoArgs) -> CommandResult {
                 .map(|ext| if ext.is_empty() { "(none)" } else { ext })
                 .collect::<Vec<_>>()
                 .join(", "),
-            info.crash_stems.len(),
+            info.crash_stems,
             if info.contiguous { "yes" } else { "no" },
         ))?;
     }
     Ok(Status::Success)
 }
 
-fn get(args: &GetArgs) -> CommandResult {
-    let fold = args
-        .index
-        .file_stem()
-        .and_then(|stem| stem.to_str())
-        .ok_or_else(|| output::about(&args.index, "the index file name has no fold name"))?;
-    let root = match &args.shards {
-        Some(root) => root.clone(),
-        None => args
-            .index
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-    };
-    let shards = fold_shards(&root, fold).map_err(|error| error.to_string())?;
-    let dataset =
-        Dataset::open(&args.index, &shards).map_err(|error| output::about(&args.index, error))?;
-    let mut rows = dataset
-        .lookup_verified(&args.stem)
-        .map_err(|error| output::about(&args.index, error))?;
-    if let Some(ext) = &args.ext {
-        rows.retain(|row| dataset.extension(row) == Some(ext.as_str()));
-    }
-    let missing = || {
-        output::about(
-            &args.index,
-            format!(
-                "no member with stem {:?}{}",
-                args.stem,
-                args.ext
-                    .as_ref()
-                    .map(|e| format!(" and extension {e:?}"))
-                    .unwrap_or_default()
-            ),
-        )
-    };
-    match rows.as_slice() {
-        [] => Err(missing()),
-        [row] => {
-            let payload = dataset
-                .payload(row)
-                .map_err(|error| output::about(&args.index, error))?;
-            match &args.output {
-                Some(path) => write_file(path, payload)?,
-                None => output::to_stdout(|out| out.write_all(payload))?,
-            }
-            Ok(Status::Success)
-        }
-        several => {
-            let Some(dir) = &args.output else {
-                let exts: Vec<&str> = several
-                    .iter()
-                    .filter_map(|row| dataset.extension(row))
-                    .collect();
-                output::usage_error(format!(
-                    "stem {:?} has {} members ({}): choose one with --ext, or write all with -o DIR",
-                    args.stem,
-                    several.len(),
-                    exts.join(", ")
-                ))
-            };
-            std::fs::create_dir_all(dir).map_err(|error| output::about(dir, error))?;
-            for row in several {
-                let ext = dataset.extension(row).unwrap_or_default();
-                let name = if ext.is_empty() {
-                    args.stem.clone()
-                } else {
-                    format!("{}.{ext}", args.stem)
-                };
-                let payload = dataset
-                    .payload(row)
-                    .map_err(|error| output::about(&args.index, error))?;
-                write_file(&dir.join(name), payload)?;
-            }
-            Ok(Status::Success)
+/// Opens the dataset of an index (a path or a URL): its fold's shards beside
+/// it, or in the local directory `shards`.
+fn open_dataset(
+    session: &Session,
+    index: &Path,
+    shards: Option<&Path>,
+) -> Result<Dataset<Box<dyn Source>>, String> {
+    match shards {
+        None => binfmt::open_dataset(index, session.options()).map_err(output::failed),
+        Some(_) if binfmt::is_remote(index) => Err(output::about(
+            index,
+            "--shards takes a local directory; a remote index reads its shards beside it",
+        )),
+        Some(_) => {
+            let shards = index_shards_of(index, shards)?;
+            let index_source = session.source(index)?.source;
+            let index = Index::new(index_source).map_err(failed(index))?;
+            Dataset::new(index, ShardFiles::new(shards), DatasetOptions::default())
+                .map_err(|error| error.to_string())
         }
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
+fn get(args: &GetArgs) -> CommandResult {
+    args.remote.counted(|session| get_in(session, args))
+}
+
+fn get_in(session: &Session, args: &GetArgs) -> CommandResult {
+    let dataset = open_dataset(session, &args.index, args.shards.as_deref())?;
+    let about = failed(&args.index);
+    // A full member name first, then a sample key.
+    let by_name = match &args.ext {
+        None => dataset.find(&args.name).map_err(&about)?,
+        Some(_) => None,
+    };
+    let wanted: Vec<Row> = match by_name {
+        Some(row) => vec![row],
+        None => dataset
+            .lookup_verified(&args.name)
+            .map_err(&about)?
+            .into_iter()
+            .filter(|row| {
+                args.ext
+                    .as_ref()
+                    .is_none_or(|ext| dataset.extension(row) == Some(ext.as_str()))
+            })
+            .collect(),
+    };
+    // A remote shard serves the sample's members in one request.
+    dataset.prefetch(&wanted);
+    let rows = wanted
+        .into_iter()
+        .map(|row| Ok((row, dataset.member(&row).map_err(&about)?)))
+        .collect::<Result<Vec<(Row, MemberReader)>, String>>()?;
+    let names = |members: &[(Row, MemberReader)]| {
+        members
+            .iter()
+            .map(|(_, member)| format!("{:?}", member.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match rows.len() {
+        0 => Err(output::about(
+            &args.index,
+            format!(
+                "no member named {:?} and no sample with that key{}",
+                args.name,
+                args.ext
+                    .as_ref()
+                    .map(|e| format!(" and a member with extension {e:?}"))
+                    .unwrap_or_default()
+            ),
+        )),
+        1 => {
+            let Some((_, mut member)) = rows.into_iter().next() else {
+                return Ok(Status::Success);
+            };
+            match &args.output {
+                Some(path) => write_member(path, &mut member)?,
+                None => output::to_stdout(|out| std::io::copy(&mut member, out).map(|_| ()))?,
+            }
+            Ok(Status::Success)
+        }
+        _ if args.ext.is_some() => Err(output::about(
+            &args.index,
+            format!(
+                "sample {:?} has {} members with extension {:?} ({}): get one by its full name",
+                args.name,
+                rows.len(),
+                args.ext.as_deref().unwrap_or_default(),
+                names(&rows)
+            ),
+        )),
+        _ => {
+            let Some(dir) = &args.output else {
+                output::usage_error(format!(
+                    "sample {:?} has {} members ({}): write them all with -o DIR, or get one by its full name",
+                    args.name,
+                    rows.len(),
+                    names(&rows)
+                ))
+            };
+            write_sample(dir, &args.name, &dataset, rows)
+        }
+    }
+}
+
+/// Writes each member of a sample to `DIR/KEY.EXT` through the extraction
+/// gate, after checking that no two land on one file.
+fn write_sample(
+    dir: &Path,
+    key: &str,
+    dataset: &Dataset<Box<dyn Source>>,
+    members: Vec<(Row, MemberReader)>,
+) -> CommandResult {
+    let mut targets: Vec<(String, MemberReader)> = Vec::with_capacity(members.len());
+    for (row, member) in members {
+        let ext = dataset.extension(&row).unwrap_or_default();
+        let name = if ext.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{key}.{ext}")
+        };
+        if let Some((_, earlier)) = targets.iter().find(|(target, _)| *target == name) {
+            return Err(format!(
+                "members {:?} and {:?} would both be written to {}: get each by its full name",
+                earlier.name(),
+                member.name(),
+                dir.join(&name).display()
+            ));
+        }
+        targets.push((name, member));
+    }
+    std::fs::create_dir_all(dir).map_err(|error| output::about(dir, error))?;
+    for (name, mut member) in targets {
+        let target = binfmt_core::extract::safe_target(dir, &name).map_err(|e| e.to_string())?;
+        write_member(&target, &mut member)?;
+    }
+    Ok(Status::Success)
+}
+
+/// Streams a member into a file, atomically.
+fn write_member(path: &Path, member: &mut MemberReader) -> Result<(), String> {
     let mut file = binfmt_core::AtomicFile::create(path).map_err(|error| error.to_string())?;
-    file.write_all(bytes)
-        .map_err(|error| output::about(path, error))?;
+    std::io::copy(member, &mut file)
+        .map_err(|error| output::about(path, TaridxError::from_io(error, path)))?;
+    file.flush().map_err(|error| output::about(path, error))?;
     file.commit().map_err(|error| error.to_string())
 }

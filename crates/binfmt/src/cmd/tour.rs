@@ -40,13 +40,16 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// Every entry's SHA-256, by name.
 fn digests(path: &Path) -> Result<BTreeMap<String, [u8; 32]>, String> {
-    let source = binfmt::open(path)?;
+    let source = binfmt::open(path).map_err(output::failed)?;
     source
-        .list()?
+        .list()
+        .map_err(output::failed)?
         .into_iter()
         .map(|entry| {
-            let bytes = source.read(&entry.name)?;
-            Ok((entry.name, Sha256::digest(&bytes).into()))
+            let mut hasher = Sha256::new();
+            let mut reader = source.open(&entry.name).map_err(output::failed)?;
+            std::io::copy(&mut reader, &mut hasher).map_err(|e| output::about(path, e))?;
+            Ok((entry.name, hasher.finalize().into()))
         })
         .collect()
 }
@@ -114,6 +117,7 @@ pub fn run(args: &Args) -> CommandResult {
                 )
             }
             Err(why) => {
+                let why = why.to_string();
                 let prefix = format!("{}: ", path.display());
                 let why = why.strip_prefix(&prefix).unwrap_or(&why);
                 // The reason, without the detail of where it was found.
@@ -156,7 +160,8 @@ pub fn run(args: &Args) -> CommandResult {
     let mut input = dataset.clone();
     let mut all_match = true;
     for (number, (format, output)) in steps.iter().enumerate() {
-        let summary = binfmt::convert(&input, output, *format, &ConvertOptions::default())?;
+        let summary = binfmt::convert(&input, output, *format, &ConvertOptions::default())
+            .map_err(output::failed)?;
         let on_disk: u64 = summary
             .outputs
             .iter()

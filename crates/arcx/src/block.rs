@@ -1,0 +1,324 @@
+//! Blocks: read through the source, checked by CRC32, decompressed.
+//!
+//! A block of at most `max_shared_block` bytes (every block small files
+//! share, and the 1 MiB chunks of large files) is decoded whole: its stored
+//! bytes and size prefix in one read, the CRC32 checked before
+//! decompressing, the output exactly its declared size. A larger block
+//! holds one chunk of one file and is streamed: the stored bytes pass
+//! through the CRC32 and a zstd stream decoder in pieces, and the checks
+//! happen when the block ends, so memory stays bounded whatever its size.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::io::{self, BufReader, Read};
+use std::sync::{Arc, Mutex};
+
+use binfmt_core::{RangeReader, Source, SourceExt};
+
+use crate::error::{ArcxError, Result};
+use crate::format::{Codec, crc32};
+use crate::manifest::BlockRecord;
+
+/// The largest zstd window a streamed block may ask for (2^25 = 32 MiB);
+/// zstd's own levels 1–19 stay within 2^23.
+const MAX_WINDOW_LOG: u32 = 25;
+
+/// How many decoded shared blocks the cache keeps. Readers going through
+/// files in order need one; a few more serve threads reading side by side.
+const CACHED_BLOCKS: usize = 4;
+
+/// Decoded block bytes: borrowed from a source in memory (a stored block),
+/// or a buffer shared with the cache.
+#[derive(Debug, Clone)]
+pub(crate) enum Decoded<'a> {
+    Borrowed(&'a [u8]),
+    Shared(Arc<Vec<u8>>),
+}
+
+impl std::ops::Deref for Decoded<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Borrowed(bytes) => bytes,
+            Self::Shared(bytes) => bytes,
+        }
+    }
+}
+
+fn data_error(block: u32, why: impl Into<String>) -> ArcxError {
+    ArcxError::BlockData {
+        block,
+        why: why.into(),
+    }
+}
+
+/// Decodes block `id` whole.
+pub(crate) fn decode<'a, S: Source + ?Sized>(
+    source: &'a S,
+    id: u32,
+    block: &BlockRecord,
+) -> Result<Decoded<'a>> {
+    let stored_size = u64::from(block.stored_size);
+    let framed = source.bytes_at(block.offset, 4 + stored_size, "block")?;
+    let (prefix, stored) = framed.split_first_chunk::<4>().unwrap_or((&[0; 4], &[]));
+    let prefix = u32::from_le_bytes(*prefix);
+    if prefix != block.stored_size {
+        return Err(data_error(
+            id,
+            format!(
+                "size prefix {prefix} disagrees with the manifest's {}",
+                block.stored_size
+            ),
+        ));
+    }
+    let found = crc32(stored);
+    if found != block.checksum {
+        return Err(ArcxError::BlockChecksum {
+            block: id,
+            expected: block.checksum,
+            found,
+        });
+    }
+    match (block.codec, framed) {
+        (Codec::Store, Cow::Borrowed(framed)) => {
+            Ok(Decoded::Borrowed(framed.get(4..).unwrap_or_default()))
+        }
+        (Codec::Store, Cow::Owned(mut framed)) => {
+            framed.drain(..4);
+            Ok(Decoded::Shared(Arc::new(framed)))
+        }
+        (Codec::Zstd, framed) => Ok(Decoded::Shared(Arc::new(decompress(
+            id,
+            framed.get(4..).unwrap_or_default(),
+            block.size as usize,
+        )?))),
+    }
+}
+
+/// One zstd frame into exactly `size` bytes, with a decompression context
+/// kept per thread.
+fn decompress(id: u32, stored: &[u8], size: usize) -> Result<Vec<u8>> {
+    thread_local! {
+        static CONTEXT: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    }
+    let mut out = Vec::with_capacity(size);
+    CONTEXT
+        .with(|cell| {
+            let mut cell = cell.borrow_mut();
+            if cell.is_none() {
+                *cell = Some(zstd::bulk::Decompressor::new()?);
+            }
+            match cell.as_mut() {
+                Some(context) => context.decompress_to_buffer(stored, &mut out),
+                None => Err(io::Error::other("no zstd context")),
+            }
+        })
+        .map_err(|error| data_error(id, format!("zstd: {error}")))?;
+    if out.len() != size {
+        return Err(data_error(
+            id,
+            format!(
+                "decompressed to {} bytes, the manifest says {size}",
+                out.len()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// A few decoded shared blocks, most recently used first.
+#[derive(Debug, Default)]
+pub(crate) struct BlockCache {
+    blocks: Mutex<Vec<(u32, Arc<Vec<u8>>)>>,
+}
+
+impl BlockCache {
+    pub(crate) fn get(&self, id: u32) -> Option<Arc<Vec<u8>>> {
+        let mut blocks = self
+            .blocks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let position = blocks.iter().position(|(cached, _)| *cached == id)?;
+        let entry = blocks.remove(position);
+        let bytes = Arc::clone(&entry.1);
+        blocks.insert(0, entry);
+        Some(bytes)
+    }
+
+    pub(crate) fn put(&self, id: u32, bytes: Arc<Vec<u8>>) {
+        let mut blocks = self
+            .blocks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        blocks.retain(|(cached, _)| *cached != id);
+        blocks.insert(0, (id, bytes));
+        blocks.truncate(CACHED_BLOCKS);
+    }
+}
+
+/// Bytes read through a running CRC32.
+#[derive(Debug)]
+struct Crc<R> {
+    inner: R,
+    hasher: crc32fast::Hasher,
+}
+
+impl<R: Read> Read for Crc<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(buf.get(..n).unwrap_or_default());
+        Ok(n)
+    }
+}
+
+type StoredReader<'a, S> = Crc<RangeReader<'a, S>>;
+
+enum StreamInner<'a, S: Source + ?Sized> {
+    Store(StoredReader<'a, S>),
+    Zstd(Box<zstd::stream::read::Decoder<'static, BufReader<StoredReader<'a, S>>>>),
+}
+
+/// A large block read as a stream: its checks run when it ends.
+pub(crate) struct BlockStream<'a, S: Source + ?Sized> {
+    id: u32,
+    block: BlockRecord,
+    inner: Option<StreamInner<'a, S>>,
+    remaining: u64,
+}
+
+impl<S: Source + ?Sized> std::fmt::Debug for BlockStream<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockStream")
+            .field("id", &self.id)
+            .field("remaining", &self.remaining)
+            .finish()
+    }
+}
+
+impl<'a, S: Source + ?Sized> BlockStream<'a, S> {
+    pub(crate) fn open(source: &'a S, id: u32, block: &BlockRecord) -> Result<Self> {
+        let prefix = u32::from_le_bytes(source.array_at::<4>(block.offset, "block size prefix")?);
+        if prefix != block.stored_size {
+            return Err(data_error(
+                id,
+                format!(
+                    "size prefix {prefix} disagrees with the manifest's {}",
+                    block.stored_size
+                ),
+            ));
+        }
+        let stored = Crc {
+            inner: source.reader(block.offset + 4, u64::from(block.stored_size), "block")?,
+            hasher: crc32fast::Hasher::new(),
+        };
+        let inner = match block.codec {
+            Codec::Store => StreamInner::Store(stored),
+            Codec::Zstd => {
+                let mut decoder = zstd::stream::read::Decoder::with_buffer(
+                    BufReader::with_capacity(256 << 10, stored),
+                )
+                .map_err(|error| data_error(id, format!("zstd: {error}")))?
+                .single_frame();
+                decoder
+                    .window_log_max(MAX_WINDOW_LOG)
+                    .map_err(|error| data_error(id, format!("zstd: {error}")))?;
+                StreamInner::Zstd(Box::new(decoder))
+            }
+        };
+        Ok(Self {
+            id,
+            block: *block,
+            inner: Some(inner),
+            remaining: u64::from(block.size),
+        })
+    }
+
+    /// The end-of-block checks: no output past the declared size, every
+    /// stored byte consumed, the CRC32 right.
+    fn finish(&mut self) -> Result<()> {
+        let id = self.id;
+        let stored = match self.inner.take() {
+            None => return Ok(()),
+            Some(StreamInner::Store(stored)) => stored,
+            Some(StreamInner::Zstd(mut decoder)) => {
+                let mut extra = [0u8; 1];
+                let more = decoder
+                    .read(&mut extra)
+                    .map_err(|error| data_error(id, format!("zstd: {error}")))?;
+                if more != 0 {
+                    return Err(data_error(
+                        id,
+                        format!(
+                            "decompresses beyond the {} bytes the manifest says",
+                            self.block.size
+                        ),
+                    ));
+                }
+                let buffered = decoder.finish();
+                if !buffered.buffer().is_empty() {
+                    return Err(data_error(id, "bytes after the zstd frame"));
+                }
+                buffered.into_inner()
+            }
+        };
+        let Crc { mut inner, hasher } = stored;
+        if inner.remaining() != 0 {
+            // Read the rest through the CRC too, so the message can say both.
+            let mut rest = Vec::new();
+            inner.read_to_end(&mut rest).map_err(|error| {
+                ArcxError::Core(binfmt_core::Error::corrupt(
+                    format!("block {id}"),
+                    error.to_string(),
+                ))
+            })?;
+            return Err(data_error(
+                id,
+                format!("{} bytes after the zstd frame", rest.len()),
+            ));
+        }
+        let found = hasher.finalize();
+        if found != self.block.checksum {
+            return Err(ArcxError::BlockChecksum {
+                block: id,
+                expected: self.block.checksum,
+                found,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<S: Source + ?Sized> Read for BlockStream<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.remaining == 0 {
+            self.finish().map_err(ArcxError::into_io)?;
+            return Ok(0);
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        let Some(buf) = buf.get_mut(..want) else {
+            return Ok(0);
+        };
+        let id = self.id;
+        let n = match &mut self.inner {
+            Some(StreamInner::Store(stored)) => stored.read(buf),
+            Some(StreamInner::Zstd(decoder)) => decoder.read(buf),
+            None => Ok(0),
+        }
+        .map_err(|error| data_error(id, format!("zstd: {error}")).into_io())?;
+        if n == 0 && want > 0 {
+            return Err(data_error(
+                id,
+                format!(
+                    "ends {} bytes short of the {} the manifest says",
+                    self.remaining, self.block.size
+                ),
+            )
+            .into_io());
+        }
+        self.remaining -= n as u64;
+        Ok(n)
+    }
+}

@@ -1,0 +1,329 @@
+//! What a manifest must mean, checked once when an archive is opened, in
+//! time O(n log n) in the number of files, chunks and blocks; afterwards
+//! every read is bounded by the bytes it returns.
+//!
+//! Layout rules (every id points inside its table, every range inside the
+//! data region) stop out-of-bounds reads. Meaning rules stop aliasing and
+//! amplification: no byte of the archive is described twice, so reading
+//! every file touches every block at most once (see [`check`]).
+
+use std::collections::HashSet;
+
+use crate::error::{ArcxError, Result};
+use crate::format::{Codec, HEADER_SIZE};
+use crate::manifest::{FileKind, Manifest};
+use crate::reader::Limits;
+
+/// The archive's files by path: `(hash of the path, file index)`, sorted.
+#[derive(Debug, Default)]
+pub(crate) struct PathIndex {
+    entries: Vec<(u64, u32)>,
+}
+
+impl PathIndex {
+    /// The file at `path`.
+    pub(crate) fn find(&self, manifest: &Manifest, path: &str) -> Option<u32> {
+        let hash = crate::manifest::path_hash(path);
+        let first = self.entries.partition_point(|&(h, _)| h < hash);
+        self.entries
+            .get(first..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|&&(h, _)| h == hash)
+            .map(|&(_, index)| index)
+            .find(|&index| {
+                manifest
+                    .file(index)
+                    .is_some_and(|file| file.path().is(path))
+            })
+    }
+}
+
+fn corrupt(what: String, why: String) -> ArcxError {
+    ArcxError::Manifest(binfmt_core::Error::corrupt(what, why))
+}
+
+/// Checks the manifest's references and meaning against the data region
+/// `80 .. data_end`, and returns the path index.
+///
+/// - Blocks lie in the data region in ascending order without overlapping
+///   (two block records never describe the same bytes); a stored block is
+///   its size, a zstd block no larger than zstd can produce from its size;
+///   sizes are within the limits.
+/// - Every chunk lies inside its block; chunks of one block do not overlap;
+///   every chunk belongs to exactly one file, the one it names, and appears
+///   in that file's list once (lists are strictly increasing).
+/// - A block holding several chunks (shared by small files) is at most
+///   `max_shared_block` bytes and every file with a chunk in it has only
+///   that chunk; a block holding one chunk is exactly that chunk. So a file
+///   is one piece of a shared block, or whole blocks of its own.
+/// - In file order, the shared blocks files start in never go back: a
+///   reader keeping the last shared block decodes each block once.
+/// - A file's chunks add up to its size (checked arithmetic); directories
+///   hold no bytes; no path appears twice, and no name holds a `/`.
+pub(crate) fn check(manifest: &Manifest, data_end: u64, limits: &Limits) -> Result<PathIndex> {
+    check_blocks(manifest, data_end, limits)?;
+    let users = check_chunks(manifest)?;
+    check_files(manifest, &users, limits)?;
+    index_paths(manifest)
+}
+
+fn check_blocks(manifest: &Manifest, data_end: u64, limits: &Limits) -> Result<()> {
+    let mut previous_end = HEADER_SIZE as u64;
+    for (id, block) in manifest.blocks().iter().enumerate() {
+        let what = || format!("block {id}");
+        if block.offset < previous_end || block.end() > data_end {
+            return Err(corrupt(
+                what(),
+                format!(
+                    "{} stored bytes at {} overlap the header or the previous block (which ends at {previous_end}), or pass the end of the data region ({data_end}); blocks are stored in order, each once",
+                    block.stored_size, block.offset
+                ),
+            ));
+        }
+        previous_end = block.end();
+        if u64::from(block.size) > limits.max_block_size {
+            return Err(corrupt(
+                what(),
+                format!(
+                    "{} bytes exceed the {}-byte block limit",
+                    block.size, limits.max_block_size
+                ),
+            ));
+        }
+        let consistent = match block.codec {
+            Codec::Store => block.stored_size == block.size,
+            Codec::Zstd => u64::from(block.stored_size) <= zstd_bound(u64::from(block.size)),
+        };
+        if !consistent {
+            return Err(corrupt(
+                what(),
+                format!(
+                    "{} stored bytes cannot hold {} bytes with codec {}",
+                    block.stored_size,
+                    block.size,
+                    block.codec.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The largest zstd frame of `size` bytes of input (ZSTD_compressBound).
+fn zstd_bound(size: u64) -> u64 {
+    let small = if size < 128 << 10 {
+        ((128 << 10) - size) >> 11
+    } else {
+        0
+    };
+    size + (size >> 8) + small
+}
+
+/// Chunks inside their blocks, not overlapping, each in its file's list
+/// exactly once; returns how many chunks each block holds.
+fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
+    let blocks = manifest.blocks();
+    let mut users = vec![0u32; blocks.len()];
+    for (id, chunk) in manifest.chunks().iter().enumerate() {
+        let block = blocks.get(chunk.block as usize).ok_or_else(|| {
+            corrupt(
+                format!("chunk {id}"),
+                format!("block {} does not exist", chunk.block),
+            )
+        })?;
+        if u64::from(chunk.offset) + u64::from(chunk.size) > u64::from(block.size) {
+            return Err(corrupt(
+                format!("chunk {id}"),
+                format!(
+                    "{} bytes at {} are outside block {} ({} bytes)",
+                    chunk.size, chunk.offset, chunk.block, block.size
+                ),
+            ));
+        }
+        if let Some(count) = users.get_mut(chunk.block as usize) {
+            *count += 1;
+        }
+    }
+    // Chunks of one block must not overlap: sort (block, offset) and compare
+    // neighbours. Empty chunks overlap nothing.
+    let mut order: Vec<u32> = (0..manifest.chunks().len() as u32)
+        .filter(|&id| {
+            manifest
+                .chunks()
+                .get(id as usize)
+                .is_some_and(|c| c.size > 0)
+        })
+        .collect();
+    order.sort_unstable_by_key(|&id| {
+        manifest
+            .chunks()
+            .get(id as usize)
+            .map(|c| (c.block, c.offset))
+    });
+    let chunk = |id: u32| manifest.chunks().get(id as usize).copied();
+    for pair in order.windows(2) {
+        let &[first, second] = pair else { continue };
+        let (Some(a), Some(b)) = (chunk(first), chunk(second)) else {
+            continue;
+        };
+        if a.block == b.block && u64::from(a.offset) + u64::from(a.size) > u64::from(b.offset) {
+            return Err(ArcxError::ChunkOverlap {
+                block: a.block,
+                first,
+                second,
+            });
+        }
+    }
+    // Every chunk in exactly one file's list: the file it names.
+    let mut listed = vec![false; manifest.chunks().len()];
+    for file in manifest.files() {
+        for &id in file.chunk_ids() {
+            let chunk = manifest.chunks().get(id as usize).ok_or_else(|| {
+                corrupt(
+                    format!("file {}", file.path()),
+                    format!("chunk {id} does not exist"),
+                )
+            })?;
+            if chunk.file != file.index() {
+                return Err(ArcxError::ChunkReused {
+                    chunk: id,
+                    file: file.path().to_string(),
+                    owner: chunk.file,
+                });
+            }
+            if let Some(seen) = listed.get_mut(id as usize) {
+                *seen = true;
+            }
+        }
+    }
+    if let Some(orphan) = listed.iter().position(|&seen| !seen) {
+        return Err(corrupt(
+            format!("chunk {orphan}"),
+            "belongs to no file's chunk list".into(),
+        ));
+    }
+    Ok(users)
+}
+
+fn check_files(manifest: &Manifest, users: &[u32], limits: &Limits) -> Result<()> {
+    let blocks = manifest.blocks();
+    let mut last_shared: Option<u32> = None;
+    for file in manifest.files() {
+        let what = || format!("file {}", file.path());
+        if file.path().name().is_empty() || file.path().name().contains('/') {
+            return Err(corrupt(
+                what(),
+                "the name part is empty or holds a '/'".into(),
+            ));
+        }
+        let mut total = 0u64;
+        for chunk in file.chunks() {
+            total = total
+                .checked_add(u64::from(chunk.size))
+                .ok_or_else(|| corrupt(what(), "chunk sizes overflow 64 bits".into()))?;
+            let block = blocks.get(chunk.block as usize).copied();
+            let shared = users.get(chunk.block as usize).is_some_and(|&n| n > 1);
+            if shared {
+                if file.chunk_ids().len() > 1 {
+                    return Err(corrupt(
+                        what(),
+                        format!(
+                            "has {} chunks, one of them in block {} which other files share; a file in a shared block is that one piece",
+                            file.chunk_ids().len(),
+                            chunk.block
+                        ),
+                    ));
+                }
+                if block.is_some_and(|b| u64::from(b.size) > limits.max_shared_block) {
+                    return Err(corrupt(
+                        format!("block {}", chunk.block),
+                        format!(
+                            "is shared by {} chunks and holds more than the {}-byte shared-block limit",
+                            users.get(chunk.block as usize).copied().unwrap_or(0),
+                            limits.max_shared_block
+                        ),
+                    ));
+                }
+                if last_shared.is_some_and(|last| chunk.block < last) {
+                    return Err(ArcxError::SharedBlockRevisited {
+                        file: file.path().to_string(),
+                        block: chunk.block,
+                    });
+                }
+                last_shared = Some(chunk.block);
+            } else if block.is_some_and(|b| chunk.offset != 0 || chunk.size != b.size) {
+                return Err(corrupt(
+                    format!("block {}", chunk.block),
+                    format!(
+                        "holds only chunk of file {} but the chunk is {} bytes at {}, not the whole block",
+                        file.path(),
+                        chunk.size,
+                        chunk.offset
+                    ),
+                ));
+            }
+        }
+        if total != file.size() {
+            return Err(corrupt(
+                what(),
+                format!("chunks hold {total} bytes, the file is {}", file.size()),
+            ));
+        }
+        if file.attributes().kind == FileKind::Directory && file.size() != 0 {
+            return Err(corrupt(what(), "a directory entry holds bytes".into()));
+        }
+    }
+    Ok(())
+}
+
+fn index_paths(manifest: &Manifest) -> Result<PathIndex> {
+    let mut entries: Vec<(u64, u32)> = manifest
+        .files()
+        .map(|file| (file.path().hash(), file.index()))
+        .collect();
+    entries.sort_unstable();
+    // Equal paths have equal hashes: compare the paths of each run of equal
+    // hashes (almost always a run of one).
+    let mut start = 0;
+    while start < entries.len() {
+        let hash = entries.get(start).map_or(0, |&(h, _)| h);
+        let end = entries
+            .get(start..)
+            .unwrap_or_default()
+            .iter()
+            .position(|&(h, _)| h != hash)
+            .map_or(entries.len(), |length| start + length);
+        let run = entries.get(start..end).unwrap_or_default();
+        if run.len() > 1 {
+            let mut seen = HashSet::new();
+            for &(_, index) in run {
+                let path = manifest
+                    .file(index)
+                    .map(|file| file.path().to_string())
+                    .unwrap_or_default();
+                if !seen.insert(path.clone()) {
+                    return Err(corrupt(format!("file {path}"), "appears twice".into()));
+                }
+            }
+        }
+        start = end;
+    }
+    Ok(PathIndex { entries })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::zstd_bound;
+
+    #[test]
+    fn zstd_bound_matches_the_library() {
+        for size in [0usize, 1, 100, 128 << 10, (128 << 10) + 1, 1 << 20, 3 << 24] {
+            assert_eq!(
+                zstd_bound(size as u64),
+                zstd::zstd_safe::compress_bound(size) as u64,
+                "{size}"
+            );
+        }
+    }
+}

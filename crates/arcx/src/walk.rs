@@ -1,0 +1,231 @@
+//! Packing a directory tree: what is taken, in which order, with which
+//! metadata.
+//!
+//! Entries are sorted component by component (`a/b` before `a.txt`).
+//! Regular files keep their permission bits and modification time;
+//! symlinks are stored as symlinks (their target as the entry's bytes),
+//! never followed; empty directories are stored as directory entries. The
+//! archive being written is skipped, as tar does, when it lies inside the
+//! tree. Names that are not UTF-8 or hold a backslash, and special files
+//! (FIFOs, devices, sockets), are skipped and reported.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use binfmt_core::{AtomicFile, FileSource, SourceExt};
+
+use crate::error::{ArcxError, Result};
+use crate::manifest::{Attributes, FileKind};
+use crate::writer::{PackOptions, PackSummary, Packer};
+
+/// Something a directory walk did not store, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Skipped {
+    /// Its path on disk.
+    pub path: PathBuf,
+    /// Why it was not stored.
+    pub why: &'static str,
+}
+
+/// An entry a walk found.
+#[derive(Debug, Clone)]
+struct Found {
+    inner: String,
+    path: PathBuf,
+    attributes: Attributes,
+    size: u64,
+}
+
+#[derive(Debug, Default)]
+struct Walk {
+    found: Vec<Found>,
+    skipped: Vec<Skipped>,
+}
+
+fn attributes(kind: FileKind, metadata: &fs::Metadata) -> Attributes {
+    #[cfg(unix)]
+    let mode = std::os::unix::fs::PermissionsExt::mode(&metadata.permissions());
+    #[cfg(not(unix))]
+    let mode = if metadata.permissions().readonly() {
+        0o444
+    } else {
+        0o644
+    };
+    let mtime_ns = metadata.modified().ok().map_or(0, |time| {
+        match time.duration_since(std::time::UNIX_EPOCH) {
+            Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+            Err(before) => i64::try_from(before.duration().as_nanos()).map_or(i64::MIN, |ns| -ns),
+        }
+    });
+    Attributes::new(kind, mode, mtime_ns)
+}
+
+/// Whether `a` and `b` are the same file on disk.
+fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
+fn walk(dir: &Path, skip: Option<&fs::Metadata>) -> Result<Walk> {
+    let mut walk = Walk::default();
+    let mut stack = vec![(String::new(), dir.to_path_buf())];
+    while let Some((prefix, directory)) = stack.pop() {
+        let io = |error| ArcxError::Core(binfmt_core::Error::io(&directory, error));
+        let entries: Vec<fs::DirEntry> = fs::read_dir(&directory)
+            .map_err(io)?
+            .collect::<std::io::Result<_>>()
+            .map_err(io)?;
+        if entries.is_empty() && !prefix.is_empty() {
+            let metadata = fs::symlink_metadata(&directory).map_err(io)?;
+            walk.found.push(Found {
+                inner: prefix.clone(),
+                path: directory.clone(),
+                attributes: attributes(FileKind::Directory, &metadata),
+                size: 0,
+            });
+        }
+        for entry in entries {
+            let path = entry.path();
+            let metadata = entry
+                .metadata()
+                .map_err(|error| ArcxError::Core(binfmt_core::Error::io(&path, error)))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                walk.skipped.push(Skipped {
+                    path,
+                    why: "name is not UTF-8",
+                });
+                continue;
+            };
+            if name.contains('\\') {
+                walk.skipped.push(Skipped {
+                    path,
+                    why: "backslash in the name",
+                });
+                continue;
+            }
+            let inner = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            let file_type = metadata.file_type();
+            if file_type.is_symlink() {
+                let target = fs::read_link(&path)
+                    .map_err(|error| ArcxError::Core(binfmt_core::Error::io(&path, error)))?;
+                match target.to_str() {
+                    Some(target) => walk.found.push(Found {
+                        inner,
+                        path,
+                        attributes: attributes(FileKind::Symlink, &metadata),
+                        size: target.len() as u64,
+                    }),
+                    None => walk.skipped.push(Skipped {
+                        path,
+                        why: "symlink target is not UTF-8",
+                    }),
+                }
+            } else if file_type.is_dir() {
+                stack.push((inner, path));
+            } else if !file_type.is_file() {
+                walk.skipped.push(Skipped {
+                    path,
+                    why: "not a regular file, directory or symlink",
+                });
+            } else if skip.is_some_and(|skip| same_file(skip, &metadata)) {
+                walk.skipped.push(Skipped {
+                    path,
+                    why: "the archive being written",
+                });
+            } else {
+                walk.found.push(Found {
+                    inner,
+                    path,
+                    attributes: attributes(FileKind::File, &metadata),
+                    size: metadata.len(),
+                });
+            }
+        }
+    }
+    walk.found
+        .sort_by(|a, b| a.inner.split('/').cmp(b.inner.split('/')));
+    walk.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(walk)
+}
+
+/// What [`pack_dir`] reports as it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PackProgress {
+    /// The walk is done: this many entries and bytes will be stored.
+    Started {
+        /// Entries to store.
+        entries: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// One more entry of this many bytes was stored.
+    Stored(u64),
+}
+
+/// Packs the tree under `dir` into `destination`, which appears only when
+/// complete; `progress` hears about the walk and each entry stored.
+///
+/// # Examples
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// std::fs::create_dir(dir.path().join("src"))?;
+/// std::fs::write(dir.path().join("src/main.rs"), b"fn main() {}")?;
+/// let out = dir.path().join("src.arcx");
+/// let summary = binfmt_arcx::pack_dir(dir.path(), &out, binfmt_arcx::PackOptions::default(), |_| {})?;
+/// assert_eq!(summary.files, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn pack_dir(
+    dir: impl AsRef<Path>,
+    destination: impl AsRef<Path>,
+    options: PackOptions,
+    mut progress: impl FnMut(PackProgress),
+) -> Result<PackSummary> {
+    let (dir, destination) = (dir.as_ref(), destination.as_ref());
+    let existing = fs::metadata(destination).ok();
+    let walk = walk(dir, existing.as_ref())?;
+    progress(PackProgress::Started {
+        entries: walk.found.len() as u64,
+        bytes: walk.found.iter().map(|found| found.size).sum(),
+    });
+    let mut packer = Packer::new(AtomicFile::create(destination)?, options)?;
+    for found in &walk.found {
+        let io = |error| ArcxError::Core(binfmt_core::Error::io(&found.path, error));
+        match found.attributes.kind {
+            FileKind::Directory => packer.add_directory(
+                &found.inner,
+                found.attributes.mode,
+                found.attributes.mtime_ns,
+            )?,
+            FileKind::Symlink => {
+                let target = fs::read_link(&found.path).map_err(io)?;
+                let target = target.to_string_lossy().into_owned();
+                packer.add_with(&found.inner, found.attributes, &mut target.as_bytes())?;
+            }
+            FileKind::File => {
+                let source = FileSource::open(&found.path)?;
+                let mut reader = source.reader(0, binfmt_core::Source::len(&source), "file")?;
+                packer.add_with(&found.inner, found.attributes, &mut reader)?;
+            }
+        }
+        progress(PackProgress::Stored(found.size));
+    }
+    let mut summary = packer.commit()?;
+    summary.skipped = walk.skipped;
+    Ok(summary)
+}

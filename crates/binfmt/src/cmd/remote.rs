@@ -1,0 +1,111 @@
+//! The options every reading command takes for a file given as a URL
+//! (`http://`, `https://`, `s3://bucket/key`), and the `-v` cost line.
+//!
+//! Every source the command opens counts into one [`Tally`], so `-v`
+//! reports the whole command: an index and its shards, a listing, retries.
+
+use std::path::{Path, PathBuf};
+
+use binfmt::{EntrySource, Format};
+use binfmt_remote::{RemoteOptions, Tally};
+
+use crate::output;
+
+/// Remote reading: a URL in place of a file.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RemoteArgs {
+    /// Print what reading cost to stderr at the end: `requests: N, bytes:
+    /// M` (HTTP requests made, response-body bytes received; 0 for a local
+    /// file).
+    #[arg(short = 'v', long = "stats")]
+    pub stats: bool,
+    /// Keep fetched ranges of remote files under DIR, for later runs (only
+    /// for servers that send strong ETags, so a replaced object is never
+    /// served from the cache).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// The most bytes --cache-dir may hold; the least recently used ranges
+    /// are dropped first.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30, requires = "cache_dir")]
+    pub cache_size: u64,
+}
+
+impl RemoteArgs {
+    /// The options remote sources open with, counting into `tally` and
+    /// printing warnings (a server ignoring ranges, no ETag) to stderr.
+    pub fn options(&self, tally: &Tally) -> binfmt::OpenOptions {
+        let mut remote = RemoteOptions::default()
+            .with_tally(tally.clone())
+            .on_warning(|warning| eprintln!("binfmt: warning: {warning}"));
+        if let Some(dir) = &self.cache_dir {
+            remote = remote.with_cache_dir(dir, self.cache_size);
+        }
+        binfmt::OpenOptions::default().remote(remote)
+    }
+
+    /// Runs `command` with a tally of its requests, then prints the cost
+    /// line when asked, whether the command succeeded or not.
+    pub fn counted<T>(&self, command: impl FnOnce(&Session) -> T) -> T {
+        let session = Session {
+            options: self.options(&Tally::default()),
+        };
+        let outcome = command(&session);
+        if self.stats {
+            let stats = session.stats();
+            eprintln!("requests: {}, bytes: {}", stats.requests, stats.bytes);
+        }
+        outcome
+    }
+}
+
+/// The sources one command opens, counted together.
+#[derive(Debug)]
+pub struct Session {
+    options: binfmt::OpenOptions,
+}
+
+impl Session {
+    /// The options to open files with.
+    pub fn options(&self) -> &binfmt::OpenOptions {
+        &self.options
+    }
+
+    /// What reading has cost so far.
+    pub fn stats(&self) -> binfmt_remote::Stats {
+        self.options
+            .remote
+            .tally()
+            .map(Tally::stats)
+            .unwrap_or_default()
+    }
+
+    /// Opens `location` (a path, a URL, or "-" for a kastore on stdin) as
+    /// entries, requiring `expect` when a per-format command asks.
+    pub fn open(
+        &self,
+        location: &Path,
+        expect: Option<Format>,
+    ) -> Result<Box<dyn EntrySource>, String> {
+        let source = if location == Path::new("-") {
+            binfmt::open_stream(&mut std::io::stdin().lock(), "<stdin>")
+        } else {
+            binfmt::open_with(location, &self.options)
+        }
+        .map_err(output::failed)?;
+        match expect {
+            Some(expected) if source.format() != expected => Err(format!(
+                "{}: a {} file, not {expected}: use `binfmt {} ...` or the generic commands",
+                location.display(),
+                source.format(),
+                source.format()
+            )),
+            _ => Ok(source),
+        }
+    }
+
+    /// The bytes at `location` (a path or a URL), for a format's own
+    /// reader.
+    pub fn source(&self, location: &Path) -> Result<binfmt::Opened, String> {
+        binfmt::open_source(location, &self.options).map_err(output::failed)
+    }
+}

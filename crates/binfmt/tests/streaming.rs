@@ -1,0 +1,119 @@
+//! Entries of any size move through bounded memory: `binfmt get`,
+//! `extract` and `convert` of a 1 GiB entry, run as real processes, each
+//! peak under 64 MB resident (measured with `getrusage` of the child,
+//! through Python's `resource` module).
+
+// Test code: a panic here is a failed test, not a crash on user input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::process::Command;
+
+const GIB: u64 = 1 << 30;
+const BOUND: u64 = 64 << 20;
+
+/// Runs `binfmt args` and returns its peak resident set in bytes.
+fn peak_rss(args: &[&str]) -> u64 {
+    let script = "import resource, subprocess, sys\n\
+                  done = subprocess.run(sys.argv[1:])\n\
+                  if done.returncode != 0: sys.exit(done.returncode)\n\
+                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_binfmt"))
+        .args(args)
+        .output()
+        .expect("python3 runs the measurement");
+    assert!(
+        output.status.success(),
+        "binfmt {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let kib: u64 = String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    kib * 1024
+}
+
+/// A kastore holding one 1 GiB uint8 array of zeros, written sparse.
+fn big_store(path: &Path) {
+    let mut header = binfmt_tests::build::kast::store(&[(b"big".to_vec(), 1, Vec::new())]);
+    // Point the one array at 1 GiB of (sparse) zeros after the key.
+    let array_start = 136u64;
+    header[16..24].copy_from_slice(&(array_start + GIB).to_le_bytes());
+    header[64 + 32..64 + 40].copy_from_slice(&GIB.to_le_bytes());
+    let file = std::fs::File::create(path).unwrap();
+    std::io::Write::write_all(&mut &file, &header).unwrap();
+    file.set_len(array_start + GIB).unwrap();
+}
+
+fn arg(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn a_one_gib_entry_streams_through_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("big.kas");
+    big_store(&store);
+    let archive = dir.path().join("big.arcx");
+    let mut peaks = Vec::new();
+    let mut run = |what: &str, args: &[&str]| {
+        let peak = peak_rss(args);
+        eprintln!("{what}: peak RSS {} MiB", peak >> 20);
+        peaks.push((what.to_owned(), peak));
+    };
+    run(
+        "kast get",
+        &[
+            "get",
+            arg(&store),
+            "big",
+            "-o",
+            arg(&dir.path().join("got")),
+        ],
+    );
+    run(
+        "kast extract",
+        &["extract", arg(&store), "-o", arg(&dir.path().join("x1"))],
+    );
+    run(
+        "kast -> arcx",
+        &["convert", arg(&store), "-o", arg(&archive), "--to", "arcx"],
+    );
+    run(
+        "arcx extract",
+        &["extract", arg(&archive), "-o", arg(&dir.path().join("x2"))],
+    );
+    run(
+        "arcx -> kast",
+        &[
+            "convert",
+            arg(&archive),
+            "-o",
+            arg(&dir.path().join("back.kas")),
+            "--to",
+            "kast",
+        ],
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("x2/big")).unwrap().len(),
+        GIB
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("back.kas"))
+            .unwrap()
+            .len(),
+        std::fs::metadata(&store).unwrap().len()
+    );
+    for (what, peak) in peaks {
+        assert!(peak < BOUND, "{what}: peak RSS {} MiB", peak >> 20);
+    }
+}

@@ -1,0 +1,141 @@
+//! How a member name becomes a sample key and an extension.
+//!
+//! Two rules, recorded in the index (flag bit 1, spec/taridx.md §2):
+//!
+//! | rule | key of `cat/1.seg.PNG` | extension | used by |
+//! |---|---|---|---|
+//! | [`KeyRule::Glzn`] (default) | `1` (basename up to its first `.`) | `seg.png` | the iTar indexer (glzn) |
+//! | [`KeyRule::WebDataset`] | `cat/1` (the path up to the basename's first `.`) | `seg.png` | webdataset's `base_plus_ext` |
+//!
+//! Under glzn's rule `cat/1.jpg` and `dog/1.jpg` are one sample; under
+//! WebDataset's they are two. Extensions are lower-cased under both, as
+//! both tools lower-case them.
+//!
+//! ```
+//! use binfmt_taridx::KeyRule;
+//!
+//! let glzn = KeyRule::Glzn.split("cat/1.seg.PNG");
+//! assert_eq!((glzn.key.as_str(), glzn.extension.as_str()), ("1", "seg.png"));
+//! let wds = KeyRule::WebDataset.split("cat/1.seg.PNG");
+//! assert_eq!((wds.key.as_str(), wds.extension.as_str()), ("cat/1", "seg.png"));
+//! ```
+
+use std::sync::LazyLock;
+
+use xxhash_rust::xxh64::xxh64;
+
+/// webdataset's `base_plus_ext` (`webdataset/tariterators.py`), verbatim.
+static BASE_PLUS_EXT: LazyLock<Option<regex::Regex>> =
+    LazyLock::new(|| regex::Regex::new(r"^((?:.*/|)[^.]+)[.]([^/]*)$").ok());
+
+/// Which part of a member name is the sample key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KeyRule {
+    /// glzn's iTar rule: the basename up to its first `.`; the directory is
+    /// dropped. Indexes built with it are byte-identical to glzn's.
+    #[default]
+    Glzn,
+    /// WebDataset's rule: the whole path up to the first `.` of the
+    /// basename, as webdataset's `base_plus_ext` regex
+    /// `^((?:.*/|)[^.]+)[.]([^/]*)$` splits it. A name the regex does not
+    /// match (no `.` in the basename) keeps its whole name as the key and
+    /// has the empty extension, where webdataset would skip the member.
+    WebDataset,
+}
+
+/// A member name split into its sample key and extension.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyAndExtension {
+    /// The sample key (glzn calls it the stem).
+    pub key: String,
+    /// The extension, lower-cased; empty when the name has none.
+    pub extension: String,
+}
+
+impl KeyRule {
+    /// The rule's name on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Glzn => "glzn",
+            Self::WebDataset => "webdataset",
+        }
+    }
+
+    /// Splits a member name (as tar reads it: see [`crate::tar::normalize`]).
+    pub fn split(self, name: &str) -> KeyAndExtension {
+        let (key, extension) = match self {
+            Self::Glzn => {
+                let base = name.rsplit('/').next().unwrap_or_default();
+                base.split_once('.').unwrap_or((base, ""))
+            }
+            Self::WebDataset => BASE_PLUS_EXT
+                .as_ref()
+                .and_then(|regex| regex.captures(name))
+                .and_then(|groups| Some((groups.get(1)?.as_str(), groups.get(2)?.as_str())))
+                .unwrap_or((name, "")),
+        };
+        KeyAndExtension {
+            key: key.to_owned(),
+            extension: extension.to_lowercase(),
+        }
+    }
+
+    /// Splits a member name given as bytes, decoded as UTF-8 with invalid
+    /// sequences replaced (as the reference decodes them).
+    pub fn split_bytes(self, name: &[u8]) -> KeyAndExtension {
+        self.split(&String::from_utf8_lossy(name))
+    }
+}
+
+/// The key hash of a sample key: xxh64 of its UTF-8 bytes, seed 0.
+pub fn keyhash(key: &str) -> u64 {
+    xxh64(key.as_bytes(), 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(rule: KeyRule, name: &str) -> (String, String) {
+        let KeyAndExtension { key, extension } = rule.split(name);
+        (key, extension)
+    }
+
+    #[test]
+    fn glzn_splits_the_basename() {
+        let g = |name| split(KeyRule::Glzn, name);
+        assert_eq!(g("a/b/000123.JPG"), ("000123".into(), "jpg".into()));
+        assert_eq!(g("x.seg.Mask.PNG"), ("x".into(), "seg.mask.png".into()));
+        assert_eq!(g("dir.v2/noext"), ("noext".into(), String::new()));
+        assert_eq!(g(".hidden"), (String::new(), "hidden".into()));
+        assert_eq!(KeyRule::Glzn.split_bytes(b"caf\xff.txt").key, "caf\u{fffd}");
+    }
+
+    /// The cases of webdataset's own behaviour (docs/tar-ecosystem §2).
+    #[test]
+    fn webdataset_splits_as_base_plus_ext() {
+        let w = |name| split(KeyRule::WebDataset, name);
+        assert_eq!(w("a.jpg"), ("a".into(), "jpg".into()));
+        assert_eq!(
+            w("dir/sub.key.v2.cls"),
+            ("dir/sub".into(), "key.v2.cls".into())
+        );
+        assert_eq!(w("dir.x/a.b"), ("dir.x/a".into(), "b".into()));
+        assert_eq!(w("a.b.c/d.e.f"), ("a.b.c/d".into(), "e.f".into()));
+        assert_eq!(w("a..b"), ("a".into(), ".b".into()));
+        assert_eq!(w("a."), ("a".into(), String::new()));
+        assert_eq!(w("dir/.x"), ("dir/".into(), "x".into()));
+        assert_eq!(
+            w("nodes/metadata"),
+            ("nodes/metadata".into(), String::new())
+        );
+        assert_eq!(w("cat/1.JPG"), ("cat/1".into(), "jpg".into()));
+    }
+
+    #[test]
+    fn keyhash_is_xxh64_seed_0() {
+        assert_eq!(keyhash(""), 0xef46_db37_51d8_e999);
+        assert_eq!(keyhash("a"), 0xd24e_c4f1_a98c_6e5b);
+    }
+}
