@@ -144,6 +144,41 @@ pub mod interop {
         }
     }
 
+    impl Servers {
+        /// Puts an object into the test bucket, signed with the good key.
+        pub fn s3_put(&self, key: &str, bytes: &[u8]) {
+            use object_store::ObjectStoreExt;
+            let store = object_store::aws::AmazonS3Builder::new()
+                .with_endpoint(&self.s3_endpoint)
+                .with_bucket_name(&self.s3_bucket)
+                .with_access_key_id(&self.s3_access_key_id)
+                .with_secret_access_key(&self.s3_secret_access_key)
+                .with_region(&self.s3_region)
+                .with_allow_http(true)
+                .build()
+                .unwrap_or_else(|error| panic!("S3 client: {error}"));
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap_or_else(|error| panic!("tokio: {error}"));
+            runtime
+                .block_on(store.put(&object_store::path::Path::from(key), bytes.to_vec().into()))
+                .unwrap_or_else(|error| panic!("putting {key}: {error}"));
+        }
+
+        /// The standard AWS variables a process needs to read `s3://` URLs
+        /// of the test bucket, signing with `secret`.
+        pub fn s3_env(&self, secret: &str) -> Vec<(&'static str, String)> {
+            vec![
+                ("AWS_ENDPOINT_URL", self.s3_endpoint.clone()),
+                ("AWS_ACCESS_KEY_ID", self.s3_access_key_id.clone()),
+                ("AWS_SECRET_ACCESS_KEY", secret.to_owned()),
+                ("AWS_REGION", self.s3_region.clone()),
+                ("AWS_ALLOW_HTTP", "true".to_owned()),
+            ]
+        }
+    }
+
     /// The running test servers, or `None` with a note when
     /// `target/servers.env` is absent (a failure under
     /// `BINFMT_INTEROP=require`).

@@ -106,7 +106,12 @@ fn size(path: &Path) -> u64 {
     fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
-pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
+/// The small and the large file of the corpus that `get` benchmarks read.
+pub const SMALL: &str = "src/module_042/file_04242.rs";
+pub const LARGE: &str = "data/noise.bin";
+
+/// `target/release/binfmt`, built first.
+pub fn release_binfmt() -> Result<PathBuf, String> {
     let status = Command::new(env!("CARGO"))
         .args(["build", "--release", "--quiet", "-p", "binfmt"])
         .status()
@@ -114,12 +119,22 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
     if !status.success() {
         return Err("building binfmt failed".into());
     }
-    let binfmt = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/binfmt");
+    Ok(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/binfmt"))
+}
+
+/// The bench corpus under `dir`, written on first use.
+pub fn corpus(dir: &Path) -> Result<PathBuf, String> {
     let corpus = dir.join("corpus");
     if !corpus.exists() {
         eprintln!("writing the corpus to {}", corpus.display());
         make_corpus(&corpus)?;
     }
+    Ok(corpus)
+}
+
+pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
+    let binfmt = release_binfmt()?;
+    let corpus = corpus(dir)?;
     let input = dir_size(&corpus);
     let q = |p: &Path| p.display().to_string();
     let (ours, theirs, tarzst) = (
@@ -127,7 +142,7 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
         dir.join("theirs.arcx"),
         dir.join("corpus.tar.zst"),
     );
-    let small = "src/module_042/file_04242.rs";
+    let small = SMALL;
     let out = dir.join("out");
     // Flushing the previous run's files first, so no run pays for another's
     // writeback.

@@ -80,6 +80,27 @@ impl Report {
         });
     }
 
+    /// Figures already shown (counts, rates): `ratio` is reference /
+    /// binfmt where one is faster, none where they do not compare.
+    pub fn figures(
+        &mut self,
+        format: &'static str,
+        reference: &'static str,
+        operation: impl Into<String>,
+        ours: String,
+        theirs: String,
+        ratio: Option<f64>,
+    ) {
+        self.rows.push(Row {
+            format,
+            operation: operation.into(),
+            reference,
+            ours,
+            theirs,
+            ratio,
+        });
+    }
+
     /// A line printed under the table.
     pub fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());

@@ -885,9 +885,11 @@ impl EntrySource for FoldEntries {
 
     fn prefetch(&self, names: &[&str]) {
         if self.remote.is_some() {
+            // Unchecked candidates: reading their headers to pick one would
+            // cost a request per name before the one merged fetch.
             let rows: Vec<binfmt_taridx::Row> = names
                 .iter()
-                .filter_map(|name| self.dataset.find(name).ok().flatten())
+                .flat_map(|name| self.dataset.candidates(name))
                 .collect();
             self.dataset.prefetch(&rows);
         }
