@@ -126,3 +126,131 @@ fn payloads_from_memory_are_borrowed() {
         items
     );
 }
+
+/// A source in a `Vec` that does not say so (so readers read by range, as
+/// from a remote object), recording every read and every announced range.
+#[derive(Debug, Default)]
+struct Announced {
+    bytes: Vec<u8>,
+    announced: std::sync::Mutex<Vec<std::ops::Range<u64>>>,
+    reads: std::sync::Mutex<Vec<std::ops::Range<u64>>>,
+}
+
+impl binfmt_core::Source for Announced {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let start = offset as usize;
+        buf.copy_from_slice(&self.bytes[start..start + buf.len()]);
+        self.reads
+            .lock()
+            .unwrap()
+            .push(offset..offset + buf.len() as u64);
+        Ok(())
+    }
+
+    fn name(&self) -> &std::path::Path {
+        std::path::Path::new("announced")
+    }
+
+    fn will_read(&self, ranges: &[std::ops::Range<u64>]) {
+        self.announced
+            .lock()
+            .unwrap()
+            .extend(ranges.iter().cloned());
+    }
+}
+
+impl Announced {
+    fn take(&self) -> (Vec<std::ops::Range<u64>>, Vec<std::ops::Range<u64>>) {
+        (
+            std::mem::take(&mut *self.announced.lock().unwrap()),
+            std::mem::take(&mut *self.reads.lock().unwrap()),
+        )
+    }
+}
+
+fn blob_map() -> (HashMap<String, Vec<u8>>, Vec<u8>) {
+    let mut map: HashMap<String, Vec<u8>> = (0..5_000)
+        .map(|i| (format!("key/{i:05}"), vec![i as u8; 200]))
+        .collect();
+    map.insert("big".into(), vec![0xAB; 3 << 20]);
+    let mut graph = ChunkGraph::new();
+    let root = graph.map(&map, MapLayout::Buckets).unwrap();
+    let bytes = graph.to_bytes(root, Compression::None).unwrap();
+    (map, bytes)
+}
+
+#[test]
+fn a_prefetch_announces_every_byte_the_lookups_then_read_and_little_else() {
+    let (map, bytes) = blob_map();
+    let file_len = bytes.len() as u64;
+    let file = ParFile::new(Announced {
+        bytes,
+        ..Default::default()
+    })
+    .unwrap();
+    let lazy: LazyMap<String, Vec<u8>> = LazyMap::new(file.root().unwrap()).unwrap();
+    file.source().take();
+
+    let keys = ["key/00042", "key/04321", "big"];
+    lazy.prefetch(keys.iter().copied());
+    let (announced, prefetch_reads) = file.source().take();
+    for key in keys {
+        let mut value = Vec::new();
+        lazy.reader(key)
+            .unwrap()
+            .unwrap()
+            .read_to_end(&mut value)
+            .unwrap();
+        assert_eq!(value, map[key], "{key}");
+    }
+    let (_, reads) = file.source().take();
+    // Every byte read, by the prefetch itself or by the lookups, was
+    // announced before.
+    for read in prefetch_reads.iter().chain(&reads) {
+        assert!(
+            announced
+                .iter()
+                .any(|range| range.start <= read.start && read.end <= range.end),
+            "read {read:?} was not announced: {announced:?}"
+        );
+    }
+    // What was announced: the buckets' trailers and tables and the three
+    // entries, not the other 4,998 values.
+    let total: u64 = announced.iter().map(|range| range.end - range.start).sum();
+    assert!(
+        total < (3 << 20) + 3 * (64 << 10) + 2 * TAIL_READ,
+        "{total} of {file_len} bytes announced"
+    );
+}
+
+#[test]
+fn listing_keys_and_sizes_reads_no_values() {
+    let (map, bytes) = blob_map();
+    let file = ParFile::new(Announced {
+        bytes,
+        ..Default::default()
+    })
+    .unwrap();
+    let lazy: LazyMap<String, Vec<u8>> = LazyMap::new(file.root().unwrap()).unwrap();
+    file.source().take();
+    let mut listed = lazy.value_lens().unwrap();
+    listed.sort();
+    let mut expected: Vec<(String, u64)> = map
+        .iter()
+        .map(|(key, value)| (key.clone(), value.len() as u64))
+        .collect();
+    expected.sort();
+    assert_eq!(listed, expected);
+    let (_, reads) = file.source().take();
+    let read: u64 = reads.iter().map(|range| range.end - range.start).sum();
+    // Tables (12 bytes an entry) and each entry's key and length prefix
+    // (small entries whole): far less than the values' 4 MiB.
+    assert!(
+        read < 5_001 * (12 + 220) + 2 * TAIL_READ,
+        "listing read {read} bytes"
+    );
+}
