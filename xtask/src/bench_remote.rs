@@ -24,7 +24,7 @@ use crate::bench_arcx;
 use crate::report::{Report, median};
 
 /// Runs per operation and tool, alternating tools run by run.
-const RUNS: usize = 7;
+const RUNS: usize = 11;
 
 pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
     let servers = binfmt_tests::interop::servers()
@@ -330,8 +330,45 @@ fn taridx_random_samples(
         .filter_map(|entry| entry.ok()?.metadata().ok())
         .map(|meta| meta.len())
         .sum();
-    let picks = random_picks(READS, FOLD_SAMPLES);
     let url = format!("{}/bench-remote/fold/train.taridx", servers.nginx);
+
+    // One member by name through the CLI: the index, then one range.
+    let started = Instant::now();
+    let output = Command::new(binfmt)
+        .args(["get", "-v", &url, "s004321.json", "-o", "/dev/null"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let time = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (requests, bytes) = stderr
+        .trim()
+        .strip_prefix("requests: ")
+        .and_then(|rest| rest.split_once(", bytes: "))
+        .and_then(|(requests, bytes)| {
+            Some((requests.parse::<u64>().ok()?, bytes.parse::<u64>().ok()?))
+        })
+        .ok_or_else(|| format!("binfmt get -v {url}: {stderr}"))?;
+    report.figures(
+        "taridx",
+        "whole fold",
+        format!(
+            "HTTP get one member of a {:.0} MB fold ({:.3}% of its bytes)",
+            fold_bytes as f64 / 1e6,
+            100.0 * bytes as f64 / fold_bytes as f64
+        ),
+        show_cost(
+            Cost {
+                requests,
+                bytes,
+                time,
+            },
+            time,
+        ),
+        format!("{fold_bytes} B"),
+        None,
+    );
+
+    let picks = random_picks(READS, FOLD_SAMPLES);
 
     let (mut remote_rates, mut local_rates) = (Vec::new(), Vec::new());
     let mut per_sample = 0.0;
