@@ -18,7 +18,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use binfmt_core::{FileSource, Source};
 
@@ -598,15 +598,14 @@ impl<S: binfmt_core::Source> EntrySource for KastEntries<S> {
     }
 }
 
-/// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`.
+/// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`, read through
+/// its source: opening reads the global header and the root's trailer,
+/// a listing each bucket's tables and each entry's key and length prefix,
+/// a value only its bucket's tables and its own bytes (streamed).
 struct Par4Entries {
-    parfile: binfmt_parcode::ParFile<Vec<u8>>,
+    parfile: binfmt_parcode::ParFile<Box<dyn Source>>,
     file: String,
     remote: Option<Arc<binfmt_remote::RemoteSource>>,
-    /// The whole map, once a listing has decoded it (a value's size is
-    /// only known decoded); reads are then lookups instead of decoding the
-    /// entry a second time.
-    loaded: OnceLock<HashMap<String, Vec<u8>>>,
 }
 
 impl Par4Entries {
@@ -615,14 +614,11 @@ impl Par4Entries {
         file: String,
         remote: Option<Arc<binfmt_remote::RemoteSource>>,
     ) -> Result<Self> {
-        let bytes = binfmt_core::source::read_vec_at(&*source, 0, source.len(), "PAR4 file")
-            .in_file(&file)?;
-        let parfile = binfmt_parcode::ParFile::new(bytes).in_file(&file)?;
+        let parfile = binfmt_parcode::ParFile::new(source).in_file(&file)?;
         Ok(Self {
             parfile,
             file,
             remote,
-            loaded: OnceLock::new(),
         })
     }
 
@@ -635,15 +631,10 @@ impl Par4Entries {
         }
     }
 
-    fn map(&self) -> Result<&HashMap<String, Vec<u8>>> {
-        if let Some(map) = self.loaded.get() {
-            return Ok(map);
-        }
+    /// The root as a map (reads nothing: the root was read at open).
+    fn map(&self) -> Result<binfmt_parcode::LazyMap<'_, String, Vec<u8>>> {
         let root = self.parfile.root().in_file(&self.file)?;
-        let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root)
-            .and_then(|map| map.load())
-            .map_err(|error| self.no_entries(&error))?;
-        Ok(self.loaded.get_or_init(|| map))
+        binfmt_parcode::LazyMap::new(root).map_err(|error| self.no_entries(&error))
     }
 }
 
@@ -659,26 +650,18 @@ impl EntrySource for Par4Entries {
     fn list(&self) -> Result<Vec<Entry>> {
         let mut entries: Vec<Entry> = self
             .map()?
-            .iter()
-            .map(|(name, bytes)| Entry::new(name.clone(), bytes.len() as u64))
+            .value_lens()
+            .map_err(|error| self.no_entries(&error))?
+            .into_iter()
+            .map(|(name, size)| Entry::new(name, size))
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
-        let value = match self.loaded.get() {
-            Some(map) => map.get(name).cloned(),
-            // One entry of a file not listed: decode just that entry.
-            None => {
-                let root = self.parfile.root().in_file(&self.file)?;
-                binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root)
-                    .and_then(|map| map.get(name))
-                    .in_file(&self.file)?
-            }
-        };
-        match value {
-            Some(bytes) => Ok(Box::new(std::io::Cursor::new(bytes))),
+        match self.map()?.reader(name).in_file(&self.file)? {
+            Some(reader) => Ok(Box::new(reader)),
             None => Err(Error::NotFound {
                 file: self.file.clone(),
                 name: name.to_owned(),
@@ -688,6 +671,14 @@ impl EntrySource for Par4Entries {
 
     fn verify(&self) -> Result<()> {
         self.parfile.verify().map(|_| ()).in_file(&self.file)
+    }
+
+    fn prefetch(&self, names: &[&str]) {
+        if self.remote.is_some()
+            && let Ok(map) = self.map()
+        {
+            map.prefetch(names.iter().copied());
+        }
     }
 
     fn stats(&self) -> Option<binfmt_remote::Stats> {
