@@ -8,6 +8,8 @@
 //!   (no copy) or arrays that own their memory, and the writer;
 //! - [`arcx`]: ARCX archives, entries streamed as Python file objects;
 //! - [`taridx`]: TARIDX datasets for training loops, and their sampler;
+//! - [`par4`]: PAR4 files: the chunk tree, a `HashMap<String, Vec<u8>>` root
+//!   read lazily;
 //! - [`entries`]: the umbrella library (`binfmt.open`, `convert`, `sniff`);
 //! - [`errors`]: every Rust error as a Python exception carrying its message;
 //! - [`pyio`]: Python file objects and handed-over descriptors as Rust I/O;
@@ -30,6 +32,7 @@ pub mod arcx;
 pub mod entries;
 pub mod errors;
 pub mod kastore;
+pub mod par4;
 pub mod pyio;
 pub mod remote;
 pub mod taridx;
@@ -44,6 +47,7 @@ fn binfmt_python(module: &Bound<'_, PyModule>) -> PyResult<()> {
     arcx::register(module)?;
     entries::register(module)?;
     taridx::register(module)?;
+    par4::register(module)?;
     remote::register(module)?;
     Ok(())
 }

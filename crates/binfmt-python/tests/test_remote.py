@@ -22,6 +22,7 @@ import pytest
 import binfmt
 import binfmt.arcx
 import binfmt.kastore as kas
+import binfmt.par4 as par4
 import binfmt.taridx as taridx
 
 
@@ -149,6 +150,7 @@ def files(tmp_path_factory):
         (tree / name).parent.mkdir(parents=True, exist_ok=True)
         (tree / name).write_bytes(data)
     binfmt.arcx.pack(tree, root / "tree.arcx")
+    binfmt.convert(root / "tree.arcx", root / "tree.par4", to="par4")
     kas.dump({"a": np.arange(10), "b": np.linspace(0, 1, 5)}, root / "store.kas")
     return root, contents, samples
 
@@ -280,6 +282,23 @@ def test_index_url(files, http_url):
     assert remote.num_rows == local.num_rows == 80
     assert remote.extensions == local.extensions
     assert (remote.rows == local.rows).all()
+    assert remote.verify() == local.verify()
+
+
+def test_par4_url(files, http_url):
+    root, contents, _ = files
+    url, requests = http_url
+    assert binfmt.sniff(f"{url}/tree.par4") == "par4"
+    remote, local = par4.File(f"{url}/tree.par4"), par4.File(root / "tree.par4")
+    assert remote.file_size == local.file_size
+    assert remote.tree() == local.tree() and remote.inspect() == local.inspect()
+    m = remote.map()
+    assert set(m) == set(local.map()) and set(contents) <= set(m)
+    assert m["dir/f3.txt"] == contents["dir/f3.txt"]
+    del requests[:]
+    fresh = par4.File(f"{url}/tree.par4")
+    assert fresh.map()["dir/f4.txt"] == contents["dir/f4.txt"]
+    assert requests and all(r[2] for r in requests)  # ranges only, never the whole object
     assert remote.verify() == local.verify()
 
 

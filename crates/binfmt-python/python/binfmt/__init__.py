@@ -6,7 +6,9 @@ Submodules:
   whose arrays are zero-copy views of the mapped file;
 - :mod:`binfmt.arcx`: ARCX archives;
 - :mod:`binfmt.taridx`: TARIDX indexes and a map-style dataset over tar
-  shards for training loops.
+  shards for training loops;
+- :mod:`binfmt.par4`: PAR4 files: the chunk tree, a
+  ``HashMap<String, Vec<u8>>`` root as a lazy mapping.
 
 This module mirrors the umbrella library: :func:`open` reads any supported
 file as named entries, :func:`convert` converts between formats, and

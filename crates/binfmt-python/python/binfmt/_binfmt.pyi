@@ -1,7 +1,8 @@
 """Type stubs of ``binfmt._binfmt``, the native half of the package.
 
 Everything here is internal: the public API is :mod:`binfmt`,
-:mod:`binfmt.kastore`, :mod:`binfmt.arcx` and :mod:`binfmt.taridx`.
+:mod:`binfmt.kastore`, :mod:`binfmt.arcx`, :mod:`binfmt.taridx` and
+:mod:`binfmt.par4`.
 """
 
 from typing import Any, Iterator, Optional
@@ -234,3 +235,17 @@ def sample_order(
     drop_last: bool,
 ) -> np.ndarray:
     """One rank's sample order for one epoch."""
+
+# PAR4 ----------------------------------------------------------------------
+
+class _NativePar4:
+    """A PAR4 file opened for reading."""
+
+    def __init__(self, location: str) -> None: ...
+    @property
+    def file_size(self) -> int: ...
+    def inspect(self) -> str: ...
+    def tree(self) -> dict[str, Any]: ...
+    def verify(self) -> tuple[int, int]: ...
+    def map_lens(self) -> list[tuple[str, int]]: ...
+    def map_get(self, key: str) -> Optional[bytes]: ...
