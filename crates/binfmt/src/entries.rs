@@ -651,7 +651,7 @@ impl EntrySource for Par4Entries {
         let mut entries: Vec<Entry> = self
             .map()?
             .value_lens()
-            .map_err(|error| self.no_entries(&error))?
+            .in_file(&self.file)?
             .into_iter()
             .map(|(name, size)| Entry::new(name, size))
             .collect();
