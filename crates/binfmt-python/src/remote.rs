@@ -1,9 +1,9 @@
 //! Remote locations (`http://`, `https://`, `s3://`) for Python.
 //!
-//! Every entry point that takes a location opens it with [`open_options`]:
+//! Every entry point that takes a location opens it with `open_options`:
 //! the umbrella library's defaults (`spec/remote.md`), with the remote
 //! source's warnings (a server that ignores ranges, one without a strong
-//! ETag) queued instead of printed. [`detach`] runs work with the GIL
+//! ETag) queued instead of printed. `detach` runs work with the GIL
 //! released and then issues the queued warnings as Python warnings of
 //! class `binfmt.RemoteWarning`, from the calling thread, so `warnings`
 //! filters (and `-W error`) apply to them.

@@ -5,7 +5,7 @@
 //! sample `i` is its key, its shard, and each member's extension with its
 //! bytes: a copy (`bytes`), or a read-only view of the mapped shard with
 //! no copy, kept alive by the view. Every member's tar header is checked
-//! against its row before its bytes are handed out. [`sample_order`] gives
+//! against its row before its bytes are handed out. `sample_order` gives
 //! the deterministic epoch orders of the sampler.
 
 use std::collections::HashMap;
