@@ -311,7 +311,7 @@ pub fn kast(settings: &Settings, report: &mut Report) -> Result<(), String> {
                     time
                 })
             }),
-            side(|| limits::read_all(path).map(record)),
+            side(|| limits::read_all(path)),
         ];
         let stats = interleave(ROUNDS, &[path], &mut sides)?;
         drop(sides);
