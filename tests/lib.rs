@@ -144,6 +144,41 @@ pub mod interop {
         }
     }
 
+    impl Servers {
+        /// Puts an object into the test bucket, signed with the good key.
+        pub fn s3_put(&self, key: &str, bytes: &[u8]) {
+            use object_store::ObjectStoreExt;
+            let store = object_store::aws::AmazonS3Builder::new()
+                .with_endpoint(&self.s3_endpoint)
+                .with_bucket_name(&self.s3_bucket)
+                .with_access_key_id(&self.s3_access_key_id)
+                .with_secret_access_key(&self.s3_secret_access_key)
+                .with_region(&self.s3_region)
+                .with_allow_http(true)
+                .build()
+                .unwrap_or_else(|error| panic!("S3 client: {error}"));
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap_or_else(|error| panic!("tokio: {error}"));
+            runtime
+                .block_on(store.put(&object_store::path::Path::from(key), bytes.to_vec().into()))
+                .unwrap_or_else(|error| panic!("putting {key}: {error}"));
+        }
+
+        /// The standard AWS variables a process needs to read `s3://` URLs
+        /// of the test bucket, signing with `secret`.
+        pub fn s3_env(&self, secret: &str) -> Vec<(&'static str, String)> {
+            vec![
+                ("AWS_ENDPOINT_URL", self.s3_endpoint.clone()),
+                ("AWS_ACCESS_KEY_ID", self.s3_access_key_id.clone()),
+                ("AWS_SECRET_ACCESS_KEY", secret.to_owned()),
+                ("AWS_REGION", self.s3_region.clone()),
+                ("AWS_ALLOW_HTTP", "true".to_owned()),
+            ]
+        }
+    }
+
     /// The running test servers, or `None` with a note when
     /// `target/servers.env` is absent (a failure under
     /// `BINFMT_INTEROP=require`).
@@ -444,4 +479,292 @@ pub fn write_tree(
         written.insert(path, bytes);
     }
     written
+}
+
+/// PAR4 files built byte by byte, independently of `binfmt_parcode`'s
+/// writer, so tests can state one meaning at a time: a valid tree, then the
+/// same tree with one reference, offset, hash or size claim changed.
+///
+/// ```ignore
+/// let mut file = binfmt_tests::par4::Builder::new();
+/// let leaf = file.chunk(b"leaf", &[], 0);
+/// let root = file.chunk(b"root", &[leaf, leaf], 0); // one child listed twice
+/// let bytes = file.finish(root);
+/// ```
+pub mod par4 {
+    /// Where a chunk lies: (offset, length).
+    pub type ChunkRef = (u64, u64);
+
+    /// Compression id 0: stored as is.
+    pub const NONE: u8 = 0;
+    /// Compression id 1: LZ4 with a u32 size prefix.
+    pub const LZ4: u8 = 1;
+
+    /// Chunks appended one after another, then the global header.
+    #[derive(Debug, Default)]
+    pub struct Builder {
+        bytes: Vec<u8>,
+    }
+
+    impl Builder {
+        /// An empty file.
+        pub fn new() -> Self {
+            Self::default()
+        }
+
+        /// Where the next chunk starts.
+        pub fn offset(&self) -> u64 {
+            self.bytes.len() as u64
+        }
+
+        /// Appends a chunk: `stored` (the payload as stored), the child
+        /// table, the count and the meta byte with compression `id`.
+        pub fn chunk(&mut self, stored: &[u8], children: &[ChunkRef], id: u8) -> ChunkRef {
+            let start = self.offset();
+            self.bytes.extend_from_slice(stored);
+            for (offset, length) in children {
+                self.bytes.extend_from_slice(&offset.to_le_bytes());
+                self.bytes.extend_from_slice(&length.to_le_bytes());
+            }
+            if !children.is_empty() {
+                self.bytes
+                    .extend_from_slice(&(children.len() as u32).to_le_bytes());
+            }
+            self.bytes.push(u8::from(!children.is_empty()) | (id << 1));
+            (start, self.offset() - start)
+        }
+
+        /// Appends a chunk whose payload is compressed with LZ4.
+        pub fn lz4_chunk(&mut self, payload: &[u8], children: &[ChunkRef]) -> ChunkRef {
+            self.chunk(&lz4(payload), children, LZ4)
+        }
+
+        /// Appends the global header naming `root` and returns the file.
+        pub fn finish(self, root: ChunkRef) -> Vec<u8> {
+            self.finish_with(root, *b"PAR4", 4)
+        }
+
+        /// [`Builder::finish`] with any magic and version.
+        pub fn finish_with(
+            mut self,
+            (offset, length): ChunkRef,
+            magic: [u8; 4],
+            version: u16,
+        ) -> Vec<u8> {
+            self.bytes.extend_from_slice(&magic);
+            self.bytes.extend_from_slice(&version.to_le_bytes());
+            self.bytes.extend_from_slice(&offset.to_le_bytes());
+            self.bytes.extend_from_slice(&length.to_le_bytes());
+            self.bytes.extend_from_slice(&0u32.to_le_bytes());
+            self.bytes
+        }
+    }
+
+    /// `payload` as the reference stores LZ4: u32 LE size, one LZ4 block.
+    pub fn lz4(payload: &[u8]) -> Vec<u8> {
+        lz4_flex::compress_prepend_size(payload)
+    }
+
+    /// An LZ4 block with its size prefix replaced by `claim`.
+    pub fn lz4_claiming(payload: &[u8], claim: u32) -> Vec<u8> {
+        let mut stored = lz4(payload);
+        stored.splice(..4, claim.to_le_bytes());
+        stored
+    }
+
+    /// bincode 2's standard varint.
+    pub fn varint(value: u64) -> Vec<u8> {
+        match value {
+            0..=250 => vec![value as u8],
+            251..=0xffff => [&[251][..], &(value as u16).to_le_bytes()].concat(),
+            0x1_0000..=0xffff_ffff => [&[252][..], &(value as u32).to_le_bytes()].concat(),
+            _ => [&[253][..], &value.to_le_bytes()].concat(),
+        }
+    }
+
+    /// bincode of a `str` / `String`.
+    pub fn string(text: &str) -> Vec<u8> {
+        [varint(text.len() as u64), text.as_bytes().to_vec()].concat()
+    }
+
+    /// bincode of a `Vec<u8>` / `&[u8]`.
+    pub fn bytes(value: &[u8]) -> Vec<u8> {
+        [varint(value.len() as u64), value.to_vec()].concat()
+    }
+
+    /// The reference's hash of a `String` key: xxHash64 (seed 0) of its
+    /// bytes and a 0xff terminator, as `str`'s `Hash` feeds them.
+    pub fn string_hash(key: &str) -> u64 {
+        let mut fed = key.as_bytes().to_vec();
+        fed.push(0xff);
+        xxhash_rust::xxh64::xxh64(&fed, 0)
+    }
+
+    /// A `Vec` container's payload: the item count, then the shard runs
+    /// `(items per shard, shards)`.
+    pub fn vec_container(items: u64, runs: &[(u32, u32)]) -> Vec<u8> {
+        let mut payload = items.to_le_bytes().to_vec();
+        payload.extend(varint(runs.len() as u64));
+        for (count, repeat) in runs {
+            payload.extend(varint(u64::from(*count)));
+            payload.extend(varint(u64::from(*repeat)));
+        }
+        payload
+    }
+
+    /// A shard of `u64` items.
+    pub fn u64_shard(items: &[u64]) -> Vec<u8> {
+        let mut payload = varint(items.len() as u64);
+        for item in items {
+            payload.extend(varint(*item));
+        }
+        payload
+    }
+
+    /// One bucket entry as stored: its hash and bytes.
+    #[derive(Debug, Clone)]
+    pub struct Entry {
+        /// The hash in the bucket's table.
+        pub hash: u64,
+        /// The entry's bytes in the blob (bincode key, then value).
+        pub bytes: Vec<u8>,
+    }
+
+    impl Entry {
+        /// A `String` key with a `Vec<u8>` value, hashed as the reference does.
+        pub fn blob(key: &str, value: &[u8]) -> Self {
+            Self {
+                hash: string_hash(key),
+                bytes: [string(key), bytes(value)].concat(),
+            }
+        }
+    }
+
+    /// A bucket payload holding `entries` in order, each at the offset
+    /// where the previous one ends.
+    pub fn bucket(entries: &[Entry]) -> Vec<u8> {
+        let mut offsets = Vec::new();
+        let mut at = 0u32;
+        for entry in entries {
+            offsets.push(at);
+            at += entry.bytes.len() as u32;
+        }
+        bucket_with_offsets(entries, &offsets)
+    }
+
+    /// A bucket payload with the offsets given.
+    pub fn bucket_with_offsets(entries: &[Entry], offsets: &[u32]) -> Vec<u8> {
+        if entries.is_empty() {
+            return Vec::new();
+        }
+        let mut payload = (entries.len() as u32).to_le_bytes().to_vec();
+        payload.extend_from_slice(&[0; 4]);
+        for entry in entries {
+            payload.extend_from_slice(&entry.hash.to_le_bytes());
+        }
+        for offset in offsets {
+            payload.extend_from_slice(&offset.to_le_bytes());
+        }
+        for entry in entries {
+            payload.extend_from_slice(&entry.bytes);
+        }
+        payload
+    }
+
+    /// A map in the bucket layout: `buckets[i]` holds the entries of bucket
+    /// `i`, each chunk stored with compression `id`.
+    pub fn bucket_map(buckets: &[Vec<Entry>], id: u8) -> Vec<u8> {
+        let mut file = Builder::new();
+        let store = |payload: Vec<u8>| if id == LZ4 { lz4(&payload) } else { payload };
+        let refs: Vec<ChunkRef> = buckets
+            .iter()
+            .map(|entries| file.chunk(&store(bucket(entries)), &[], id))
+            .collect();
+        let root = file.chunk(
+            &store((refs.len() as u32).to_le_bytes().to_vec()),
+            &refs,
+            id,
+        );
+        file.finish(root)
+    }
+
+    /// A chain of `levels` diamonds: each level's node has two children that
+    /// both point at the next level's node, so a walk that followed every
+    /// edge would take 2^levels steps.
+    pub fn diamonds(levels: usize) -> Vec<u8> {
+        let mut file = Builder::new();
+        let mut below = file.chunk(&u64_shard(&[1]), &[], NONE);
+        for _ in 0..levels {
+            let left = file.chunk(b"", &[below], NONE);
+            let right = file.chunk(b"", &[below], NONE);
+            below = file.chunk(b"", &[left, right], NONE);
+        }
+        file.finish(below)
+    }
+
+    /// Derived structs the drop-in readers are exercised with (a fixture,
+    /// the sweeps and the fuzz targets): a vector of structs with chunkable
+    /// fields, a `#[parcode(map)]` map of struct values, a nested struct.
+    pub mod shapes {
+        use std::collections::HashMap;
+
+        use binfmt_parcode::ParcodeObject;
+        use serde::{Deserialize, Serialize};
+
+        /// An item with plain and chunkable fields.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ParcodeObject)]
+        pub struct Item {
+            /// Plain.
+            pub id: u32,
+            /// Plain.
+            pub tags: Vec<u16>,
+            /// A chunk of its own.
+            #[parcode(chunkable)]
+            pub name: String,
+        }
+
+        /// The root.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ParcodeObject)]
+        pub struct Shelf {
+            /// Plain.
+            pub label: String,
+            /// Shards whose children are the items' names.
+            #[parcode(chunkable)]
+            pub items: Vec<Item>,
+            /// Buckets whose children are the values' names.
+            #[parcode(map)]
+            pub index: HashMap<String, Item>,
+            /// A nested struct.
+            #[parcode(chunkable)]
+            pub first: Item,
+        }
+
+        /// A shelf of `n` items, each also in the index.
+        pub fn shelf(n: u32) -> Shelf {
+            let item = |id: u32| Item {
+                id,
+                tags: (0..id % 4).map(|t| t as u16).collect(),
+                name: format!("item {id}"),
+            };
+            Shelf {
+                label: "shelf".into(),
+                items: (0..n).map(item).collect(),
+                index: (0..n).map(|id| (format!("k{id}"), item(id))).collect(),
+                first: item(0),
+            }
+        }
+    }
+
+    /// The entries of a `HashMap<String, Vec<u8>>` spread over `buckets`
+    /// buckets as the reference spreads them.
+    pub fn spread(entries: &[(&str, &[u8])], buckets: usize) -> Vec<Vec<Entry>> {
+        let mut spread = vec![Vec::new(); buckets];
+        for (key, value) in entries {
+            let entry = Entry::blob(key, value);
+            if let Some(bucket) = spread.get_mut((entry.hash % buckets as u64) as usize) {
+                bucket.push(entry);
+            }
+        }
+        spread
+    }
 }

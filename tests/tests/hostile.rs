@@ -67,7 +67,7 @@ static ALLOCATOR: Counting = Counting;
 #[path = "../exercise.rs"]
 mod exercise;
 
-use exercise::{read_arcx, read_kast, read_par4_map, read_par4_vec, read_tar};
+use exercise::{read_arcx, read_kast, read_par4_derived, read_par4_map, read_par4_vec, read_tar};
 
 /// Reads everything a reader can read from `bytes`; `Err` if anything was
 /// rejected.
@@ -251,6 +251,19 @@ fn par4_vec() {
 }
 
 #[test]
+fn par4_derived() {
+    let file = "generated/par4/derived.par4";
+    let len = std::fs::metadata(fixture(file)).unwrap().len() as usize;
+    sweep(&Sweep {
+        file,
+        reader: read_par4_derived,
+        every_bit: vec![len - 128..len],
+        must_reject: within(vec![len - 26..len - 4]),
+        cut_rejected: always(),
+    });
+}
+
+#[test]
 fn taridx_index() {
     // The 64-byte header: magic, version, sizes, counts and offsets.
     sweep(&Sweep {
@@ -314,8 +327,13 @@ fn fuzz_findings_stay_fixed() {
     let readers: [(&str, Reader); 6] = [
         ("arcx", read_arcx),
         ("kast", read_kast),
+        // A PAR4 input must be rejected read as a vector, as a map and as a
+        // derived struct: by the reader it attacks, by the others for its
+        // layout.
         ("par4", |bytes| {
-            read_par4_vec(bytes.clone()).and(read_par4_map(bytes))
+            read_par4_vec(bytes.clone())
+                .or_else(|_| read_par4_map(bytes.clone()))
+                .or_else(|_| read_par4_derived(bytes))
         }),
         ("taridx_index", |bytes| exercise::read_taridx(bytes, None)),
         ("tar_shard", read_tar),

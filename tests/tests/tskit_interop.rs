@@ -65,6 +65,13 @@ fn trees_files_survive_every_format() {
                 ConvertOptions::default(),
             ),
         ];
+        // glzn's key rule makes `nodes/metadata` and `individuals/metadata`
+        // one sample, which TARIDX refuses; WebDataset's keeps the paths.
+        vias.push((
+            "taridx".into(),
+            dir.path().join(format!("{seed}-fold/fold.taridx")),
+            ConvertOptions::default().taridx_keys(binfmt_taridx::KeyRule::WebDataset),
+        ));
         vias.push((
             "kast".into(),
             dir.path().join(format!("{seed}.copy.trees")),
@@ -73,6 +80,7 @@ fn trees_files_survive_every_format() {
         for (name, there, options) in vias {
             let to = match name.as_str() {
                 "par4" => Format::Par4,
+                "taridx" => Format::Taridx,
                 "kast" => Format::Kast,
                 _ => Format::Arcx,
             };

@@ -16,6 +16,28 @@ use crate::limits;
 use crate::measure::{FreshDirs, Side, Stats, free_bytes, interleave, q, sh, shell, side, tmpfs};
 use crate::report::{Report, Scaling};
 
+/// The small and the large file of the corpus that `get` benchmarks read.
+pub const SMALL: &str = "src/module_042/file_04242.rs";
+pub const LARGE: &str = "data/noise.bin";
+
+pub use crate::measure::binfmt_binary as release_binfmt;
+
+/// The bench corpus (one copy) under `dir`, written on first use.
+pub fn corpus(dir: &Path) -> Result<PathBuf, String> {
+    corpus_at(dir, 1)
+}
+
+/// The corpus at `factor` times its size under `dir/x{factor}`, written on
+/// first use.
+fn corpus_at(dir: &Path, factor: u32) -> Result<PathBuf, String> {
+    let corpus = dir.join(format!("x{factor}")).join("corpus");
+    if !corpus.exists() {
+        eprintln!("writing the corpus to {}", corpus.display());
+        make_corpus(&corpus, factor)?;
+    }
+    Ok(corpus)
+}
+
 /// Rounds of the slow operations and of `get`.
 const ROUNDS: usize = 5;
 const GET_ROUNDS: usize = 11;
@@ -89,7 +111,7 @@ struct Measured {
 
 pub fn run(settings: &Settings, arcx: &Path, report: &mut Report) -> Result<(), String> {
     let tools = Tools {
-        binfmt: crate::measure::binfmt_binary()?,
+        binfmt: release_binfmt()?,
         arcx: arcx.to_owned(),
         dir: settings.dir.join("arcx"),
     };
@@ -143,13 +165,8 @@ fn measure(
     report: &mut Report,
     full: bool,
 ) -> Result<Measured, String> {
+    let corpus = corpus_at(&tools.dir, factor)?;
     let dir = tools.dir.join(format!("x{factor}"));
-    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let corpus = dir.join("corpus");
-    if !corpus.exists() {
-        eprintln!("writing the corpus to {}", corpus.display());
-        make_corpus(&corpus, factor)?;
-    }
     let (binfmt, arcx) = (&tools.binfmt, &tools.arcx);
     let files = limits::files_under(&corpus)?;
     let input: u64 = files.iter().map(|(path, _)| size(path)).sum();
@@ -185,11 +202,10 @@ fn measure(
     let sizes = [size(&ours), size(&theirs), size(&tarzst)];
 
     // One small file out of each archive.
-    let small = "src/module_042/file_04242.rs";
     let small_in = if factor == 1 {
-        small.to_owned()
+        SMALL.to_owned()
     } else {
-        format!("copy_000/{small}")
+        format!("copy_000/{SMALL}")
     };
     let got = dir.join("got");
     let mut sides = vec![

@@ -12,6 +12,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::{Report, median};
 
+/// The derived types, compiled against both crates.
+mod theirs_types {
+    use parcode as dep;
+    include!("bench_par4/types.rs");
+}
+
+mod ours_types {
+    use binfmt_parcode as dep;
+    include!("bench_par4/types.rs");
+}
+
 /// The reference writes its lazy bucket layout only for a struct field
 /// marked `#[parcode(map)]`; a map saved directly is one inline chunk.
 #[derive(Debug, Clone, Serialize, Deserialize, ParcodeObject)]
@@ -22,6 +33,7 @@ struct MapHolder {
 
 const VEC_ITEMS: u64 = 10_000_000;
 const MAP_ENTRIES: usize = 100_000;
+const CLOUD_POINTS: usize = 200_000;
 
 fn timed<T>(f: &mut impl FnMut() -> Result<T, String>) -> Result<Duration, String> {
     let start = Instant::now();
@@ -223,6 +235,175 @@ pub fn run(dir: &Path, report: &mut Report) -> Result<(), String> {
     row(
         "open + get(key) of HashMap (reference: map saved directly, must load it all)",
         compare(BULK_RUNS, ours, theirs)?,
+    );
+    derived(dir, report, &items, &map)
+}
+
+/// Saves and loads `ours` and `theirs` (the same value as each crate's
+/// derived type), each crate its own file; returns the files.
+fn save_and_load<A, B>(
+    report: &mut Report,
+    dir: &Path,
+    label: &str,
+    ours: &A,
+    theirs: &B,
+) -> Result<(std::path::PathBuf, std::path::PathBuf), String>
+where
+    A: binfmt_parcode::ParcodeVisitor + binfmt_parcode::ParcodeNative + PartialEq + Sync,
+    B: parcode::visitor::ParcodeVisitor + parcode::reader::ParcodeNative + PartialEq + Sync,
+{
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let slug: String = label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let ours_path = dir.join(format!("{slug}.ours.par4"));
+    let theirs_path = dir.join(format!("{slug}.ref.par4"));
+    let timing = compare(
+        BULK_RUNS,
+        || binfmt_parcode::Parcode::save(&ours_path, ours).map_err(|e| err(&e)),
+        || Parcode::save(&theirs_path, theirs).map_err(|e| err(&e)),
+    )?;
+    report.time(
+        "par4",
+        "parcode 0.6.1",
+        format!("derive: save {label}"),
+        timing.0,
+        timing.1,
+    );
+    let loaded: A = binfmt_parcode::Parcode::load(&ours_path).map_err(|e| err(&e))?;
+    let their_loaded: B = Parcode::load(&theirs_path).map_err(|e| err(&e))?;
+    if loaded != *ours || their_loaded != *theirs {
+        return Err(format!("{label}: a load differs from the value saved"));
+    }
+    let timing = compare(
+        BULK_RUNS,
+        || binfmt_parcode::Parcode::load::<A, _>(&ours_path).map_err(|e| err(&e)),
+        || Parcode::load::<B, _>(&theirs_path).map_err(|e| err(&e)),
+    )?;
+    report.time(
+        "par4",
+        "parcode 0.6.1",
+        format!("derive: load {label}"),
+        timing.0,
+        timing.1,
+    );
+    Ok((ours_path, theirs_path))
+}
+
+/// The derive path: save and load of derived structs, then `open().root()`
+/// and one lazy field access, both crates reading the reference's file.
+fn derived(
+    dir: &Path,
+    report: &mut Report,
+    items: &[u64],
+    map: &HashMap<String, Vec<u8>>,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let check = |ok: bool| ok.then_some(()).ok_or_else(|| "wrong value".to_owned());
+
+    let (_, series_file) = save_and_load(
+        report,
+        dir,
+        "Series { Vec<u64>, 10M items }",
+        &ours_types::series(items),
+        &theirs_types::series(items),
+    )?;
+    let (_, index_file) = save_and_load(
+        report,
+        dir,
+        "Index { #[parcode(map)] HashMap<String, Vec<u8>>, 100k entries }",
+        &ours_types::index(map),
+        &theirs_types::index(map),
+    )?;
+    let cloud = ours_types::cloud(CLOUD_POINTS);
+    let (_, cloud_file) = save_and_load(
+        report,
+        dir,
+        "Cloud { Vec<Point>, 200k structs }",
+        &cloud,
+        &theirs_types::cloud(CLOUD_POINTS),
+    )?;
+
+    let index_at = |run: usize| (run * 7_919_993) % items.len();
+    let (mut ours_run, mut theirs_run) = (0, 0);
+    let timing = compare(
+        POINT_RUNS,
+        || {
+            ours_run += 1;
+            let at = index_at(ours_run);
+            let file = binfmt_parcode::Parcode::open(&series_file).map_err(|e| err(&e))?;
+            let series = file.root::<ours_types::Series>().map_err(|e| err(&e))?;
+            check(Some(&series.values.get(at).map_err(|e| err(&e))?) == items.get(at))
+        },
+        || {
+            theirs_run += 1;
+            let at = index_at(theirs_run);
+            let file = Parcode::open(&series_file).map_err(|e| err(&e))?;
+            let series = file.root::<theirs_types::Series>().map_err(|e| err(&e))?;
+            check(Some(&series.values.get(at).map_err(|e| err(&e))?) == items.get(at))
+        },
+    )?;
+    report.time(
+        "par4",
+        "parcode 0.6.1",
+        "derive: open + root() + values.get(i) of Series (same file)",
+        timing.0,
+        timing.1,
+    );
+
+    let key_at = |run: usize| format!("key/{:08}", (run * 37_813) % MAP_ENTRIES);
+    let (mut ours_run, mut theirs_run) = (0, 0);
+    let timing = compare(
+        POINT_RUNS,
+        || {
+            ours_run += 1;
+            let key = key_at(ours_run);
+            let file = binfmt_parcode::Parcode::open(&index_file).map_err(|e| err(&e))?;
+            let index = file.root::<ours_types::Index>().map_err(|e| err(&e))?;
+            check(index.entries.get(&key).map_err(|e| err(&e))?.as_ref() == map.get(&key))
+        },
+        || {
+            theirs_run += 1;
+            let key = key_at(theirs_run);
+            let file = Parcode::open(&index_file).map_err(|e| err(&e))?;
+            let index = file.root::<theirs_types::Index>().map_err(|e| err(&e))?;
+            check(index.entries.get(&key).map_err(|e| err(&e))?.as_ref() == map.get(&key))
+        },
+    )?;
+    report.time(
+        "par4",
+        "parcode 0.6.1",
+        "derive: open + root() + entries.get(&key) of Index (same file)",
+        timing.0,
+        timing.1,
+    );
+
+    let point_at = |run: usize| (run * 104_729) % CLOUD_POINTS;
+    let (mut ours_run, mut theirs_run) = (0, 0);
+    let timing = compare(
+        POINT_RUNS,
+        || {
+            ours_run += 1;
+            let at = point_at(ours_run);
+            let file = binfmt_parcode::Parcode::open(&cloud_file).map_err(|e| err(&e))?;
+            let lazy = file.root::<ours_types::Cloud>().map_err(|e| err(&e))?;
+            check(lazy.points.get(at).map_err(|e| err(&e))?.id == at as u32)
+        },
+        || {
+            theirs_run += 1;
+            let at = point_at(theirs_run);
+            let file = Parcode::open(&cloud_file).map_err(|e| err(&e))?;
+            let lazy = file.root::<theirs_types::Cloud>().map_err(|e| err(&e))?;
+            check(lazy.points.get(at).map_err(|e| err(&e))?.id == at as u32)
+        },
+    )?;
+    report.time(
+        "par4",
+        "parcode 0.6.1",
+        "derive: open + root() + points.get(i) of Cloud (same file)",
+        timing.0,
+        timing.1,
     );
     Ok(())
 }

@@ -435,6 +435,17 @@ fn par4_files(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
         None,
         "a `Vec<u64>` in three shards: a PAR4 file with no named entries",
     );
+
+    let path = dir.join("derived.par4");
+    let bytes = binfmt_parcode::Parcode::serialize(&binfmt_tests::par4::shapes::shelf(40))
+        .map_err(|e| about(&path, e))?;
+    std::fs::write(&path, bytes).map_err(|e| about(&path, e))?;
+    record(
+        fixtures,
+        &path,
+        None,
+        "a `#[derive(ParcodeObject)]` struct (`binfmt_tests::par4::shapes::Shelf`): a `Vec` of structs with chunkable fields, a `#[parcode(map)]` map of struct values, a nested struct",
+    );
     Ok(())
 }
 

@@ -8,15 +8,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
-/// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `kast_items`) take no file
-/// seeds: their input is the structure's `arbitrary` encoding.
-const TARGETS: [(&str, &[&str]); 9] = [
+/// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `par4_graph`, `kast_items`)
+/// take no file seeds: their input is the structure's `arbitrary` encoding.
+const TARGETS: [(&str, &[&str]); 10] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
     ("taridx_structured", &[]),
     ("arcx", &["arcx"]),
     ("arcx_manifest", &[]),
     ("par4", &["par4"]),
+    ("par4_graph", &[]),
     ("kast", &["kas", "trees"]),
     ("kast_items", &[]),
     ("open_any", &["taridx", "tar", "arcx", "par4", "kas"]),

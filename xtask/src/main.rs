@@ -21,6 +21,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench;
 mod bench_arcx;
 mod bench_par4;
+mod bench_remote;
 mod fuzz;
 mod limits;
 mod measure;
@@ -91,6 +92,8 @@ enum BenchFormat {
     Kast,
     Par4,
     Taridx,
+    /// Reading over HTTP from the test nginx (`bash .ci/servers start`).
+    Remote,
 }
 
 fn main() -> ExitCode {
@@ -141,6 +144,7 @@ fn bench(
                 BenchFormat::Arcx,
                 BenchFormat::Par4,
                 BenchFormat::Kast,
+                BenchFormat::Remote,
             ]
         },
         |format| vec![format],
@@ -159,6 +163,15 @@ fn bench(
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
             BenchFormat::Par4 => None,
+            BenchFormat::Remote => {
+                if !arcx.exists() {
+                    Some(format!("no arcx 0.3.0 at {}", arcx.display()))
+                } else if binfmt_tests::interop::servers().is_none() {
+                    Some("the test servers are not running (bash .ci/servers start)".to_owned())
+                } else {
+                    None
+                }
+            }
         };
         let name = format!("{format:?}").to_lowercase();
         if let Some(why) = missing {
@@ -176,6 +189,7 @@ fn bench(
             (BenchFormat::Taridx, None) => {}
             (BenchFormat::Arcx, _) => bench_arcx::run(settings, arcx, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
+            (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
         }
     }
     print!("{}", report.markdown());

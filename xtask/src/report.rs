@@ -149,6 +149,29 @@ impl Report {
         self
     }
 
+    /// Figures already shown (counts, rates): `ratio` is reference /
+    /// binfmt where one is faster, none where they do not compare.
+    pub fn figures(
+        &mut self,
+        format: &'static str,
+        reference: &'static str,
+        operation: impl Into<String>,
+        ours: String,
+        theirs: String,
+        ratio: Option<f64>,
+    ) {
+        self.rows.push(Row {
+            format,
+            operation: operation.into(),
+            reference,
+            ours,
+            theirs,
+            ratio,
+            limit: None,
+            to_limit: None,
+        });
+    }
+
     /// A line printed under the table.
     pub fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());

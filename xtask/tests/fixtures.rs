@@ -174,7 +174,9 @@ fn the_edge_cases_are_really_there() {
         lz4.root()
             .unwrap()
             .children()
-            .all(|chunk| chunk.unwrap().compression() == binfmt_parcode::Compression::Lz4)
+            .unwrap()
+            .iter()
+            .all(|chunk| chunk.compression() == binfmt_parcode::Compression::Lz4)
     );
     let inline = binfmt_parcode::ParFile::open(dir.join("par4/unicode_inline.par4")).unwrap();
     let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(inline.root().unwrap()).unwrap();

@@ -18,10 +18,11 @@
 //! uint8. `spec/conversion.md` states the rule.
 //!
 //! Entries are streamed from the input to the output: ARCX and TARIDX
-//! targets take each entry as it is read; a KAST target reads each array
-//! when its turn comes in key order.
+//! targets take each entry as it is read; a PAR4 target takes every key and
+//! size first, then reads each value as its bucket is written; a KAST
+//! target reads each array when its turn comes in key order.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -383,13 +384,18 @@ fn copy_error(error: std::io::Error, input: &Input<'_>, name: &str, output: &Pat
     crate::error::from_io(error, &file).in_entry(name)
 }
 
-/// The entries to write: every regular entry (without a types record the
-/// types came from), plus the record for non-KAST targets from a kastore.
-fn names<'e>(entries: &'e [Entry], types: &Types) -> Vec<&'e str> {
+/// The entries to write: every regular entry but a types record the types
+/// came from (non-KAST targets from a kastore add a record of their own).
+fn kept<'e>(entries: &'e [Entry], types: &'e Types) -> impl Iterator<Item = &'e Entry> {
     entries
         .iter()
+        .filter(|entry| !(types.from_record && entry.name == TYPES_ENTRY))
+}
+
+/// The names of [`kept`] entries.
+fn names<'e>(entries: &'e [Entry], types: &'e Types) -> Vec<&'e str> {
+    kept(entries, types)
         .map(|entry| entry.name.as_str())
-        .filter(|name| !(types.from_record && *name == TYPES_ENTRY))
         .collect()
 }
 
@@ -538,25 +544,60 @@ fn to_par4(
     compression: binfmt_parcode::Compression,
 ) -> Result<(Vec<PathBuf>, Written)> {
     let file = output.display().to_string();
-    let mut map: HashMap<String, Vec<u8>> = names(entries, types)
-        .into_iter()
-        .map(|name| Ok((name.to_owned(), input.read(name)?)))
-        .collect::<Result<_>>()?;
-    let record = types.record();
-    let extra_bytes = record.as_ref().map_or(0, |r| r.len() as u64);
-    if let Some(record) = record {
-        map.insert(TYPES_ENTRY.to_owned(), record);
+    // Keys and sizes first; each value is read when its bucket is written,
+    // so one entry at a time is held, never the whole map.
+    let mut map = binfmt_parcode::BlobMapWriter::new();
+    for entry in kept(entries, types) {
+        map.add(entry.name.as_str(), entry.size);
     }
-    let mut graph = binfmt_parcode::ChunkGraph::new();
-    let root = graph
-        .map(&map, binfmt_parcode::MapLayout::Buckets)
-        .in_file(&file)?;
-    graph.write_file(root, compression, output).in_file(&file)?;
+    let record = types.record();
+    if let Some(record) = &record {
+        map.add(TYPES_ENTRY, record.len() as u64);
+    }
+    // The writer reads values in bucket order: announce them in that order.
+    let order = map.write_order().in_file(&file)?;
+    let by_name: HashMap<&str, &Entry> = entries
+        .iter()
+        .map(|entry| (entry.name.as_str(), entry))
+        .collect();
+    let in_order: Vec<Entry> = order
+        .iter()
+        .filter_map(|name| by_name.get(name).map(|entry| (*entry).clone()))
+        .collect();
+    let input = Input {
+        ahead: Prefetch::new(input.source, &in_order),
+        read: Cell::new(input.read.get()),
+        ..*input
+    };
+    // The input's error, when opening an entry failed.
+    let failed = RefCell::new(None);
+    let written = map.write_file(output, compression, |name| {
+        if let (Some(record), true) = (&record, name == TYPES_ENTRY) {
+            return Ok(Box::new(record.as_slice()) as Box<dyn Read>);
+        }
+        input.open(name).map_err(|error| {
+            let message = error.to_string();
+            failed.replace(Some(error));
+            std::io::Error::other(message)
+        })
+    });
+    if let Err(error) = written {
+        return Err(match (failed.take(), error) {
+            (Some(input_error), _) => input_error,
+            (None, binfmt_parcode::ParError::ValueRead { key, source }) => {
+                copy_error(source, &input, &key, output)
+            }
+            (None, other) => Error::Par4 {
+                file,
+                source: other,
+            },
+        });
+    }
     Ok((
         vec![output.to_owned()],
         Written {
             entries: map.len() as u64,
-            extra_bytes,
+            extra_bytes: record.map_or(0, |r| r.len() as u64),
         },
     ))
 }

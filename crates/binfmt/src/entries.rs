@@ -14,7 +14,7 @@
 //! checksum at the end, so reading, extracting and converting move entries
 //! in bounded pieces whatever their size.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -596,15 +596,14 @@ impl<S: binfmt_core::Source> EntrySource for KastEntries<S> {
     }
 }
 
-/// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`.
+/// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`, read through
+/// its source: opening reads the global header and the root's trailer,
+/// a listing each bucket's tables and each entry's key and length prefix,
+/// a value only its bucket's tables and its own bytes (streamed).
 struct Par4Entries {
-    parfile: binfmt_parcode::ParFile<Vec<u8>>,
+    parfile: binfmt_parcode::ParFile<Box<dyn Source>>,
     file: String,
     remote: Option<Arc<binfmt_remote::RemoteSource>>,
-    /// The whole map, once a listing has decoded it (a value's size is
-    /// only known decoded); reads are then lookups instead of decoding the
-    /// entry a second time.
-    loaded: OnceCell<HashMap<String, Vec<u8>>>,
 }
 
 impl Par4Entries {
@@ -613,14 +612,11 @@ impl Par4Entries {
         file: String,
         remote: Option<Arc<binfmt_remote::RemoteSource>>,
     ) -> Result<Self> {
-        let bytes = binfmt_core::source::read_vec_at(&*source, 0, source.len(), "PAR4 file")
-            .in_file(&file)?;
-        let parfile = binfmt_parcode::ParFile::new(bytes).in_file(&file)?;
+        let parfile = binfmt_parcode::ParFile::new(source).in_file(&file)?;
         Ok(Self {
             parfile,
             file,
             remote,
-            loaded: OnceCell::new(),
         })
     }
 
@@ -633,15 +629,10 @@ impl Par4Entries {
         }
     }
 
-    fn map(&self) -> Result<&HashMap<String, Vec<u8>>> {
-        if let Some(map) = self.loaded.get() {
-            return Ok(map);
-        }
+    /// The root as a map (reads nothing: the root was read at open).
+    fn map(&self) -> Result<binfmt_parcode::LazyMap<'_, String, Vec<u8>>> {
         let root = self.parfile.root().in_file(&self.file)?;
-        let map = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root)
-            .and_then(|map| map.load())
-            .map_err(|error| self.no_entries(&error))?;
-        Ok(self.loaded.get_or_init(|| map))
+        binfmt_parcode::LazyMap::new(root).map_err(|error| self.no_entries(&error))
     }
 }
 
@@ -657,26 +648,18 @@ impl EntrySource for Par4Entries {
     fn list(&self) -> Result<Vec<Entry>> {
         let mut entries: Vec<Entry> = self
             .map()?
-            .iter()
-            .map(|(name, bytes)| Entry::new(name.clone(), bytes.len() as u64))
+            .value_lens()
+            .map_err(|error| self.no_entries(&error))?
+            .into_iter()
+            .map(|(name, size)| Entry::new(name, size))
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
-        let value = match self.loaded.get() {
-            Some(map) => map.get(name).cloned(),
-            // One entry of a file not listed: decode just that entry.
-            None => {
-                let root = self.parfile.root().in_file(&self.file)?;
-                binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root)
-                    .and_then(|map| map.get(name))
-                    .in_file(&self.file)?
-            }
-        };
-        match value {
-            Some(bytes) => Ok(Box::new(std::io::Cursor::new(bytes))),
+        match self.map()?.reader(name).in_file(&self.file)? {
+            Some(reader) => Ok(Box::new(reader)),
             None => Err(Error::NotFound {
                 file: self.file.clone(),
                 name: name.to_owned(),
@@ -686,6 +669,14 @@ impl EntrySource for Par4Entries {
 
     fn verify(&self) -> Result<()> {
         self.parfile.verify().map(|_| ()).in_file(&self.file)
+    }
+
+    fn prefetch(&self, names: &[&str]) {
+        if self.remote.is_some()
+            && let Ok(map) = self.map()
+        {
+            map.prefetch(names.iter().copied());
+        }
     }
 
     fn stats(&self) -> Option<binfmt_remote::Stats> {
@@ -894,9 +885,11 @@ impl EntrySource for FoldEntries {
 
     fn prefetch(&self, names: &[&str]) {
         if self.remote.is_some() {
+            // Unchecked candidates: reading their headers to pick one would
+            // cost a request per name before the one merged fetch.
             let rows: Vec<binfmt_taridx::Row> = names
                 .iter()
-                .filter_map(|name| self.dataset.find(name).ok().flatten())
+                .flat_map(|name| self.dataset.candidates(name))
                 .collect();
             self.dataset.prefetch(&rows);
         }

@@ -29,6 +29,20 @@ fn sample(dir: &Path) -> std::path::PathBuf {
 }
 
 #[test]
+fn inspect_refuses_a_graph_of_shared_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dag.par4");
+    // 30 levels of diamonds: 2^30 paths if shared chunks were followed.
+    std::fs::write(&path, binfmt_tests::par4::diamonds(30)).unwrap();
+    for verb in ["inspect", "verify"] {
+        let output = binfmt(&["par4", verb, path.to_str().unwrap()]);
+        assert!(!output.status.success());
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains("shares bytes with the chunk"), "{stderr}");
+    }
+}
+
+#[test]
 fn inspect_prints_the_chunk_tree() {
     let dir = tempfile::tempdir().unwrap();
     let path = sample(dir.path());

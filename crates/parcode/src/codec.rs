@@ -9,26 +9,7 @@ use serde::de::{DeserializeOwned, DeserializeSeed};
 use xxhash_rust::xxh64::Xxh64;
 
 use crate::error::{ParError, Result};
-
-/// `bincode::serde::seed_decode_from_slice` with the standard
-/// configuration and a limit of `1 << bits` bytes, `bits` chosen at run
-/// time from the list.
-macro_rules! decode_within {
-    ($seed:expr, $bytes:expr, $bits:expr, [$($choice:literal),*]) => {
-        match $bits {
-            $($choice => bincode::serde::seed_decode_from_slice(
-                $seed,
-                $bytes,
-                bincode::config::standard().with_limit::<{ 1usize << $choice }>(),
-            ),)*
-            _ => bincode::serde::seed_decode_from_slice(
-                $seed,
-                $bytes,
-                bincode::config::standard().with_limit::<{ usize::MAX }>(),
-            ),
-        }
-    };
-}
+use crate::guard::GuardedSeed;
 
 /// Encodes a value.
 pub fn encode<T: Serialize + ?Sized>(value: &T, what: &'static str) -> Result<Vec<u8>> {
@@ -66,35 +47,84 @@ pub fn decode<T: DeserializeOwned>(
 
 /// [`decode`] through a serde seed.
 ///
-/// bincode allocates a string or byte vector by the length the input
-/// claims before reading it, so a hostile length could ask for any amount.
-/// Its limit (a type-level constant) bounds every claim: each primitive
-/// claims its size in memory, at most 16 bytes for at least one byte of
-/// input, so a value decoded from `n` bytes never claims more than `16 n`.
-/// The limit used is the smallest power of four at or above that, so no
-/// claim, and no allocation, exceeds 64 times the payload.
+/// bincode allocates an owned string or byte vector by the length the
+/// input claims before reading it, so a hostile length could ask for any
+/// amount. Decoding goes through [`GuardedSeed`], which has bincode decode
+/// those as borrowed data, checked against the bytes present before
+/// anything is allocated; nothing else bincode decodes from a slice
+/// allocates by a claim (serde's collections cap what they reserve from a
+/// length hint). So no allocation exceeds what the payload holds, without
+/// bincode's limit and its accounting on every value.
 pub fn decode_seed<'de, S: DeserializeSeed<'de>>(
     seed: S,
     bytes: &'de [u8],
     offset: u64,
     what: &'static str,
 ) -> Result<(S::Value, usize)> {
-    let claim = bytes.len().saturating_mul(16).max(16);
-    let bits = usize::BITS - (claim - 1).leading_zeros();
-    let decoded = decode_within!(
-        seed,
-        bytes,
-        bits.next_multiple_of(2),
-        [
-            4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42, 44, 46,
-            48, 50, 52, 54, 56, 58, 60, 62
-        ]
-    );
-    decoded.map_err(|error| ParError::Payload {
-        offset,
-        what,
-        why: error.to_string(),
-    })
+    bincode::serde::seed_decode_from_slice(GuardedSeed(seed), bytes, bincode::config::standard())
+        .map_err(|error| ParError::Payload {
+            offset,
+            what,
+            why: error.to_string(),
+        })
+}
+
+/// A bincode reader over a slice that counts the bytes it gave out.
+struct Counting<'s> {
+    bytes: &'s [u8],
+    used: usize,
+}
+
+impl bincode::de::read::Reader for Counting<'_> {
+    #[inline]
+    fn read(&mut self, out: &mut [u8]) -> Result<(), bincode::error::DecodeError> {
+        let Some((taken, rest)) = self.bytes.split_at_checked(out.len()) else {
+            return Err(bincode::error::DecodeError::UnexpectedEnd {
+                additional: out.len() - self.bytes.len(),
+            });
+        };
+        out.copy_from_slice(taken);
+        self.bytes = rest;
+        self.used += out.len();
+        Ok(())
+    }
+
+    #[inline]
+    fn peek_read(&mut self, n: usize) -> Option<&[u8]> {
+        self.bytes.get(..n)
+    }
+
+    #[inline]
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.bytes.len());
+        self.bytes = self.bytes.get(n..).unwrap_or_default();
+        self.used += n;
+    }
+}
+
+/// Values of a type that allocates nothing (numbers, booleans) decoded one
+/// after another by bincode's own decoders (the same bytes as through
+/// serde, without its per-value indirection): `count` of them, each handed
+/// to `each`. Returns the bytes used. The chunk at `offset` is named in
+/// errors.
+pub(crate) fn decode_plain<T: bincode::Decode<()>>(
+    bytes: &[u8],
+    count: usize,
+    offset: u64,
+    what: &'static str,
+    mut each: impl FnMut(T),
+) -> Result<usize> {
+    let mut decoder =
+        bincode::de::DecoderImpl::new(Counting { bytes, used: 0 }, bincode::config::standard(), ());
+    for _ in 0..count {
+        let value = T::decode(&mut decoder).map_err(|error| ParError::Payload {
+            offset,
+            what,
+            why: error.to_string(),
+        })?;
+        each(value);
+    }
+    Ok(bincode::de::Decoder::reader(&mut decoder).used)
 }
 
 /// The hash the reference buckets map keys by: xxHash64, seed 0, over the

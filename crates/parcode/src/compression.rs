@@ -1,6 +1,10 @@
 //! Chunk payload compression, framed as the reference's `lz4_flex` feature
 //! frames it: the uncompressed size as a little-endian u32, then one LZ4
 //! block.
+//!
+//! ```text
+//! id 0: payload as is        id 1: size u32 LE | LZ4 block
+//! ```
 
 use std::borrow::Cow;
 
@@ -12,6 +16,7 @@ const LZ4_MAX_RATIO: u64 = 255;
 
 /// A chunk payload's compression.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Compression {
     /// Stored as is (id 0).
     #[default]
@@ -21,6 +26,14 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// The name tools show: `none` or `lz4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Lz4 => "lz4",
+        }
+    }
+
     /// The id stored in the meta byte.
     pub fn id(self) -> u8 {
         match self {
@@ -52,6 +65,18 @@ impl Compression {
         }
     }
 
+    /// Checks the size an LZ4 prefix claims against what its `block`-byte
+    /// block can decode to, before anything is allocated by it.
+    pub(crate) fn check_lz4_claim(claim: u64, block: u64, offset: u64) -> Result<()> {
+        if claim > LZ4_MAX_RATIO * block + 16 {
+            return Err(ParError::Lz4 {
+                offset,
+                why: format!("a {block}-byte block cannot hold the {claim} bytes it claims"),
+            });
+        }
+        Ok(())
+    }
+
     /// Decompresses the payload of the chunk at `offset`, borrowing it when
     /// it is stored as is.
     pub fn decompress(self, stored: &[u8], offset: u64) -> Result<Cow<'_, [u8]>> {
@@ -66,12 +91,7 @@ impl Compression {
                     ))
                 })?;
                 let size = u64::from(u32::from_le_bytes(*size));
-                if size > LZ4_MAX_RATIO * block.len() as u64 + 16 {
-                    return Err(lz4(format!(
-                        "a {}-byte block cannot hold the {size} bytes it claims",
-                        block.len()
-                    )));
-                }
+                Self::check_lz4_claim(size, block.len() as u64, offset)?;
                 let mut out = vec![0; size as usize];
                 let written = lz4_flex::block::decompress_into(block, &mut out)
                     .map_err(|error| lz4(error.to_string()))?;
@@ -85,6 +105,59 @@ impl Compression {
         }
     }
 }
+
+/// A payload codec, as the reference's `Compressor` trait: the id stored in
+/// the meta byte, and the two directions. Writers here choose a
+/// [`Compression`]; this trait is for code written against the reference.
+pub trait Compressor: Send + Sync + std::fmt::Debug {
+    /// The id in the meta byte.
+    fn id(&self) -> u8;
+
+    /// `data` stored (borrowed when stored as is).
+    fn compress<'a>(&self, data: &'a [u8]) -> Result<Cow<'a, [u8]>, crate::ParcodeError>;
+
+    /// A stored payload back (its stated size checked before allocating).
+    fn decompress<'a>(&self, data: &'a [u8]) -> Result<Cow<'a, [u8]>, crate::ParcodeError>;
+
+    /// Appends `data`, stored, to `output`.
+    fn compress_append(
+        &self,
+        data: &[u8],
+        output: &mut Vec<u8>,
+    ) -> Result<(), crate::ParcodeError> {
+        output.extend_from_slice(&self.compress(data)?);
+        Ok(())
+    }
+}
+
+/// Payloads stored as is (id 0).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCompression;
+
+/// LZ4 payloads with a size prefix (id 1).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lz4Compressor;
+
+macro_rules! compressor {
+    ($($name:ident => $compression:expr),*) => {$(
+        impl Compressor for $name {
+            fn id(&self) -> u8 {
+                $compression.id()
+            }
+
+            fn compress<'a>(&self, data: &'a [u8]) -> Result<Cow<'a, [u8]>, crate::ParcodeError> {
+                Ok($compression.compress(data)?)
+            }
+
+            fn decompress<'a>(&self, data: &'a [u8]) -> Result<Cow<'a, [u8]>, crate::ParcodeError> {
+                // A payload on its own has no file offset.
+                Ok($compression.decompress(data, 0)?)
+            }
+        }
+    )*};
+}
+
+compressor!(NoCompression => Compression::None, Lz4Compressor => Compression::Lz4);
 
 #[cfg(test)]
 mod tests {

@@ -1,32 +1,32 @@
 //! Everything reading or writing a PAR4 file can fail with. Chunk errors
-//! name the chunk by its offset (and the parent's, for child references).
+//! name the chunk by its offset (and the parent's, for child references);
+//! map errors name the bucket chunk and the entry's index in it.
+//!
+//! Failures every format shares (a file too short, a bad magic, an
+//! unsupported version, a range past the end, an I/O error on a path) are
+//! [`binfmt_core::Error`] values, carried by [`ParError::Core`].
 
-/// `Result` with [`ParError`].
+use std::io;
+use std::sync::Arc;
+
+/// `Result` with [`ParError`] (the crate root's `Result` is the drop-in
+/// API's, with [`ParcodeError`]).
 pub type Result<T, E = ParError> = std::result::Result<T, E>;
 
 /// A PAR4 failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParError {
-    /// The file is shorter than the 26-byte global header.
-    #[error("truncated file: {len} bytes, a PAR4 file ends with a 26-byte header")]
-    TooShort { len: u64 },
-
-    /// The global header does not start with `PAR4`.
-    #[error("not a PAR4 file: magic {found:02x?} in the last 26 bytes")]
-    BadMagic { found: [u8; 4] },
-
-    /// A version other than 4.
-    #[error("unsupported PAR4 version {found}: this reader reads version 4")]
-    UnsupportedVersion { found: u16 },
-
     /// The root chunk does not end right before the global header.
     #[error(
         "root chunk at {offset} with length {length} does not end where the global header starts ({limit})"
     )]
     RootOutOfBounds {
+        /// The root offset the header states.
         offset: u64,
+        /// The root length the header states.
         length: u64,
+        /// Where the global header starts.
         limit: u64,
     },
 
@@ -35,66 +35,483 @@ pub enum ParError {
         "chunk at {parent}: child {index} at {offset} with length {length} does not end before its parent starts"
     )]
     ChildNotBeforeParent {
+        /// The parent chunk.
         parent: u64,
+        /// The child's index in the parent's table.
         index: u32,
+        /// The child's stated offset.
         offset: u64,
+        /// The child's stated length.
         length: u64,
+    },
+
+    /// Two children of one chunk share bytes (or are the same chunk).
+    #[error("chunk at {parent}: children {first} and {second} overlap at offset {at}")]
+    ChildrenOverlap {
+        /// The parent chunk.
+        parent: u64,
+        /// The child that starts first.
+        first: u32,
+        /// The child that starts inside it.
+        second: u32,
+        /// Where the second child starts.
+        at: u64,
+    },
+
+    /// A walk over a subtree reached bytes it had already walked: the
+    /// chunks form a graph with shared nodes, not a tree.
+    #[error(
+        "chunk at {offset} with length {length} shares bytes with the chunk at {other} already read in this walk (PAR4 files are trees)"
+    )]
+    ChunkReachedTwice {
+        /// The chunk reached.
+        offset: u64,
+        /// Its length.
+        length: u64,
+        /// The chunk walked earlier that it overlaps.
+        other: u64,
     },
 
     /// A chunk too short for its own trailer.
     #[error("chunk at {offset} has length {length}, too short for its {needed}-byte trailer")]
     ChunkTooShort {
+        /// The chunk.
         offset: u64,
+        /// Its length.
         length: u64,
+        /// The bytes its trailer needs.
         needed: u64,
     },
 
     /// More children than `Limits::max_children` allows.
     #[error("chunk at {offset}: {count} children exceed the limit of {limit}")]
-    ChildLimit { offset: u64, count: u32, limit: u32 },
+    ChildLimit {
+        /// The chunk.
+        offset: u64,
+        /// Its child count.
+        count: u32,
+        /// The limit.
+        limit: u32,
+    },
 
     /// A child count larger than the chunk can hold.
     #[error("chunk at {offset}: {count} children need {needed} bytes but the chunk has {length}")]
     TooManyChildren {
+        /// The chunk.
         offset: u64,
+        /// Its child count.
         count: u32,
+        /// The bytes the child table and trailer need.
         needed: u64,
+        /// The chunk's length.
         length: u64,
     },
 
     /// Bits 4-7 of a meta byte are set.
     #[error("chunk at {offset}: reserved bits set in meta byte {meta:#04x}")]
-    ReservedBits { offset: u64, meta: u8 },
+    ReservedBits {
+        /// The chunk.
+        offset: u64,
+        /// Its meta byte.
+        meta: u8,
+    },
 
     /// A compression id other than 0 (none) or 1 (LZ4).
     #[error("chunk at {offset}: unknown compression id {id}")]
-    UnknownCompression { offset: u64, id: u8 },
+    UnknownCompression {
+        /// The chunk.
+        offset: u64,
+        /// The id in its meta byte.
+        id: u8,
+    },
 
-    /// An LZ4 payload that does not decompress to its stated size.
+    /// An LZ4 payload that does not decompress to its stated size, or
+    /// states a size its block cannot hold.
     #[error("chunk at {offset}: LZ4 payload: {why}")]
-    Lz4 { offset: u64, why: String },
+    Lz4 {
+        /// The chunk.
+        offset: u64,
+        /// What is wrong.
+        why: String,
+    },
 
     /// Chunks nested deeper than the limit.
     #[error("chunk at {offset} is nested deeper than {limit} levels")]
-    TooDeep { offset: u64, limit: usize },
+    TooDeep {
+        /// The chunk.
+        offset: u64,
+        /// The limit.
+        limit: usize,
+    },
 
     /// A payload that does not hold what the typed layer expects.
     #[error("chunk at {offset}: {what}: {why}")]
     Payload {
+        /// The chunk.
         offset: u64,
+        /// What the payload should hold.
         what: &'static str,
+        /// What is wrong.
         why: String,
     },
 
+    /// A map entry whose offset does not follow the previous one's.
+    #[error(
+        "map bucket at {bucket}: entry {entry} starts at {start}, not after the previous entry's start ({previous})"
+    )]
+    EntryOutOfOrder {
+        /// The bucket chunk.
+        bucket: u64,
+        /// The entry's index in the bucket.
+        entry: u32,
+        /// Its start in the bucket's data.
+        start: u64,
+        /// The previous entry's start (0 for the first entry, which must start at 0).
+        previous: u64,
+    },
+
+    /// A map entry that does not decode to exactly its bytes.
+    #[error("map bucket at {bucket}: entry {entry} spans {length} bytes but decodes from {used}")]
+    EntryLength {
+        /// The bucket chunk.
+        bucket: u64,
+        /// The entry's index in the bucket.
+        entry: u32,
+        /// The bytes from its offset to the next entry's (or the end).
+        length: u64,
+        /// The bytes its key and value decode from.
+        used: u64,
+    },
+
+    /// A map entry whose stored hash is not the hash of its key.
+    #[error(
+        "map bucket at {bucket}: entry {entry} stores hash {stored:#018x} but its key hashes to {computed:#018x}"
+    )]
+    HashMismatch {
+        /// The bucket chunk.
+        bucket: u64,
+        /// The entry's index in the bucket.
+        entry: u32,
+        /// The hash in the bucket's table.
+        stored: u64,
+        /// The hash of the decoded key.
+        computed: u64,
+    },
+
+    /// A map entry in a bucket other than `hash % buckets`.
+    #[error(
+        "map bucket at {bucket} (bucket {index} of {buckets}): entry {entry} has hash {hash:#018x}, which belongs in bucket {expected}"
+    )]
+    WrongBucket {
+        /// The bucket chunk.
+        bucket: u64,
+        /// The bucket's index in the container.
+        index: u32,
+        /// The container's bucket count.
+        buckets: u32,
+        /// The entry's index in the bucket.
+        entry: u32,
+        /// The entry's hash.
+        hash: u64,
+        /// The bucket it belongs in.
+        expected: u64,
+    },
+
+    /// A key stored twice in one map.
+    #[error("map at {offset}: entry {entry} repeats a key stored earlier in the map")]
+    DuplicateKey {
+        /// The chunk holding the repeat (a bucket, or the inline map).
+        offset: u64,
+        /// The repeat's index in that chunk.
+        entry: u64,
+    },
+
+    /// A field of a struct or item that does not decode.
+    #[error("field {field} at payload byte {at}: {why}")]
+    Field {
+        /// The field (or "shard count").
+        field: &'static str,
+        /// Where in its payload it starts.
+        at: u64,
+        /// What is wrong.
+        why: String,
+    },
+
+    /// A struct chunk with fewer children than chunkable fields.
+    #[error("missing child chunk for the chunkable field '{field}'")]
+    MissingChild {
+        /// The field.
+        field: &'static str,
+    },
+
+    /// A `SerializationJob` failed.
+    #[error(transparent)]
+    Job(Box<ParcodeError>),
+
     /// An index past the end of a collection.
     #[error("index {index} is out of range for {len} items")]
-    IndexOutOfRange { index: u64, len: u64 },
+    IndexOutOfRange {
+        /// The index asked for.
+        index: u64,
+        /// The collection's length.
+        len: u64,
+    },
 
-    /// A value bincode could not encode.
+    /// A value bincode could not encode, or a graph that is not a tree.
     #[error("encoding {what}: {why}")]
-    Encode { what: &'static str, why: String },
+    Encode {
+        /// What was being encoded.
+        what: &'static str,
+        /// What went wrong.
+        why: String,
+    },
 
-    /// An I/O or lower-level failure.
+    /// A streamed map value whose reader did not produce its declared size.
+    #[error("map value {key:?}: declared {declared} bytes, its reader produced {produced}")]
+    ValueLength {
+        /// The entry's key.
+        key: String,
+        /// The size given when the entry was added.
+        declared: u64,
+        /// What the reader produced (counting stops one past the declared size).
+        produced: u64,
+    },
+
+    /// Reading a streamed map value from the reader its writer was given.
+    #[error("reading map value {key:?}: {source}")]
+    ValueRead {
+        /// The entry's key.
+        key: String,
+        /// The reader's failure.
+        source: io::Error,
+    },
+
+    /// An I/O failure with no path to name: writing to a caller's `Write`,
+    /// or reading a caller's `Read`.
+    #[error("{during}: {source}")]
+    Io {
+        /// What was being done.
+        during: &'static str,
+        /// The failure.
+        source: io::Error,
+    },
+
+    /// A failure every format shares: truncation, bad magic, unsupported
+    /// version, a range past the end, I/O on a path.
     #[error(transparent)]
     Core(#[from] binfmt_core::Error),
+}
+
+impl ParError {
+    /// The `ParError` inside an `io::Error` produced by this crate's readers
+    /// (a [`crate::ValueReader`] reports failures as `io::Error::other`), or
+    /// the `io::Error` itself wrapped as [`ParError::Io`].
+    pub fn from_io(error: io::Error) -> Self {
+        match error.downcast::<Self>() {
+            Ok(inner) => inner,
+            Err(source) => Self::Io {
+                during: "reading a PAR4 value",
+                source,
+            },
+        }
+    }
+
+    /// This error as an `io::Error` that [`ParError::from_io`] recovers.
+    pub fn into_io(self) -> io::Error {
+        match self {
+            Self::Io { source, .. } => source,
+            other => io::Error::other(other),
+        }
+    }
+}
+
+/// The drop-in error type (`parcode::ParcodeError`), with the reference's
+/// variants. Everything a reader rejects arrives as [`ParcodeError::Format`]
+/// or [`ParcodeError::Compression`] carrying the typed [`ParError`]
+/// ([`Detail::typed`], and `source()`); I/O failures as
+/// [`ParcodeError::Io`], naming the path where there is one.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ParcodeError {
+    /// An I/O failure.
+    #[error("I/O Error: {0}")]
+    Io(Arc<io::Error>),
+    /// A value that could not be encoded (or a job that failed).
+    #[error("Serialization Error: {0}")]
+    Serialization(String),
+    /// A payload that does not decompress (or an unknown compression id).
+    #[error("Compression Error: {0}")]
+    Compression(Detail),
+    /// A file that is not what it should be.
+    #[error("Format Error: {0}")]
+    Format(Detail),
+    /// A failure that is a bug of this crate.
+    #[error("Internal Logic Error: {0}")]
+    Internal(String),
+}
+
+/// The message of a [`ParcodeError::Format`] or
+/// [`ParcodeError::Compression`], with the typed error it came from. It
+/// reads as a `str` (`msg.contains("...")`, `msg == "..."`).
+#[derive(Debug, Clone)]
+pub struct Detail {
+    message: String,
+    typed: Option<Arc<ParError>>,
+}
+
+impl Detail {
+    /// The typed error, when a reader of this crate raised it.
+    pub fn typed(&self) -> Option<&ParError> {
+        self.typed.as_deref()
+    }
+
+    /// The message.
+    pub fn as_str(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::ops::Deref for Detail {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for Detail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Detail {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.typed
+            .as_deref()
+            .map(|typed| typed as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<String> for Detail {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            typed: None,
+        }
+    }
+}
+
+impl From<&str> for Detail {
+    fn from(message: &str) -> Self {
+        message.to_owned().into()
+    }
+}
+
+impl PartialEq<str> for Detail {
+    fn eq(&self, other: &str) -> bool {
+        self.message == other
+    }
+}
+
+impl PartialEq<&str> for Detail {
+    fn eq(&self, other: &&str) -> bool {
+        self.message == *other
+    }
+}
+
+impl From<ParError> for Detail {
+    fn from(error: ParError) -> Self {
+        // The header failures start with the reference's words, which
+        // users of the drop-in API may look for.
+        let reference = match &error {
+            ParError::Core(binfmt_core::Error::Truncated { .. }) => {
+                Some("File smaller than header")
+            }
+            ParError::Core(binfmt_core::Error::BadMagic { .. }) => Some("Invalid Magic Bytes"),
+            ParError::Core(binfmt_core::Error::UnsupportedVersion { .. }) => {
+                Some("Unsupported version")
+            }
+            _ => None,
+        };
+        Self {
+            message: match reference {
+                Some(words) => format!("{words}: {error}"),
+                None => error.to_string(),
+            },
+            typed: Some(Arc::new(error)),
+        }
+    }
+}
+
+impl From<ParError> for ParcodeError {
+    fn from(error: ParError) -> Self {
+        match error {
+            ParError::Job(error) => *error,
+            ParError::Encode { .. } | ParError::ValueLength { .. } => {
+                Self::Serialization(error.to_string())
+            }
+            ParError::Io { ref source, .. } | ParError::ValueRead { ref source, .. } => {
+                Self::Io(Arc::new(io::Error::new(source.kind(), Detail::from(error))))
+            }
+            ParError::Core(binfmt_core::Error::Io { ref source, .. }) => {
+                Self::Io(Arc::new(io::Error::new(source.kind(), Detail::from(error))))
+            }
+            ParError::Lz4 { .. } | ParError::UnknownCompression { .. } => {
+                Self::Compression(error.into())
+            }
+            other => Self::Format(other.into()),
+        }
+    }
+}
+
+impl From<binfmt_core::Error> for ParcodeError {
+    fn from(error: binfmt_core::Error) -> Self {
+        ParError::Core(error).into()
+    }
+}
+
+impl From<io::Error> for ParcodeError {
+    fn from(error: io::Error) -> Self {
+        Self::Io(Arc::new(error))
+    }
+}
+
+impl ParcodeError {
+    /// The typed error behind this one, when a reader or writer of this
+    /// crate raised it.
+    pub fn typed(&self) -> Option<&ParError> {
+        match self {
+            Self::Format(detail) | Self::Compression(detail) => detail.typed(),
+            Self::Io(error) => error
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<Detail>())
+                .and_then(Detail::typed),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_round_trip_recovers_the_typed_error() {
+        let error = ParError::TooDeep {
+            offset: 9,
+            limit: 3,
+        };
+        let back = ParError::from_io(error.into_io());
+        assert!(matches!(
+            back,
+            ParError::TooDeep {
+                offset: 9,
+                limit: 3
+            }
+        ));
+        let plain = ParError::from_io(io::Error::from(io::ErrorKind::UnexpectedEof));
+        assert!(
+            matches!(plain, ParError::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof)
+        );
+    }
 }

@@ -23,6 +23,9 @@ use binfmt_core::layout::{FromBytes, Immutable, IntoBytes, KnownLayout, U16, U32
 /// The magic at the start of the global header.
 pub const MAGIC: [u8; 4] = *b"PAR4";
 
+/// [`MAGIC`] under the reference's name.
+pub const MAGIC_BYTES: [u8; 4] = MAGIC;
+
 /// The size of the global header at the end of the file.
 pub const GLOBAL_HEADER_SIZE: usize = 26;
 
@@ -57,7 +60,7 @@ pub const CHILD_REF_SIZE: u64 = 16;
 
 /// The last byte of every chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MetaByte(pub u8);
+pub struct MetaByte(u8);
 
 impl MetaByte {
     const HAS_CHILDREN: u8 = 0b0000_0001;
@@ -65,17 +68,28 @@ impl MetaByte {
     const RESERVED: u8 = 0b1111_0000;
 
     /// A meta byte for a chunk with or without children and a compression id (0..=7).
-    pub fn new(has_children: bool, compression_id: u8) -> Self {
-        Self(u8::from(has_children) | ((compression_id & 0x07) << 1))
+    pub fn new(is_chunkable: bool, compression_id: u8) -> Self {
+        Self(u8::from(is_chunkable) | ((compression_id & 0x07) << 1))
     }
 
-    /// Whether a child table and count precede the meta byte.
-    pub fn has_children(self) -> bool {
+    /// The meta byte `byte`, as read.
+    pub fn from_byte(byte: u8) -> Self {
+        Self(byte)
+    }
+
+    /// The byte.
+    pub fn as_u8(self) -> u8 {
+        self.0
+    }
+
+    /// Whether a child table and count precede the meta byte (bit 0; the
+    /// reference calls a chunk with children "chunkable").
+    pub fn is_chunkable(self) -> bool {
         self.0 & Self::HAS_CHILDREN != 0
     }
 
     /// The compression id, bits 1-3.
-    pub fn compression_id(self) -> u8 {
+    pub fn compression_method(self) -> u8 {
         (self.0 & Self::COMPRESSION) >> 1
     }
 
@@ -92,10 +106,10 @@ mod tests {
     #[test]
     fn meta_byte_bits() {
         let meta = MetaByte::new(true, 1);
-        assert_eq!(meta.0, 0b0000_0011);
-        assert!(meta.has_children());
-        assert_eq!(meta.compression_id(), 1);
-        assert_eq!(MetaByte(0xf0).reserved_bits(), 0xf0);
-        assert_eq!(MetaByte::new(false, 7).0, 0b0000_1110);
+        assert_eq!(meta.as_u8(), 0b0000_0011);
+        assert!(meta.is_chunkable());
+        assert_eq!(meta.compression_method(), 1);
+        assert_eq!(MetaByte::from_byte(0xf0).reserved_bits(), 0xf0);
+        assert_eq!(MetaByte::new(false, 7).as_u8(), 0b0000_1110);
     }
 }

@@ -7,33 +7,47 @@
 //!
 //! ```text
 //! bucket payload: count u32 | 4 zero bytes | count × hash u64 | count × offset u32 | blob
-//! blob entry at offset: bincode (K, V)
+//! blob entry at offset: bincode (K, V), up to the next entry's offset (the last: the end)
 //! ```
 //!
 //! **Inline** (what the reference writes for a map saved directly): one
-//! chunk without children whose payload is the bincode of the whole map; a
-//! payload under 4 bytes is an empty map.
+//! chunk without children whose payload is the bincode of the whole map;
+//! `00 00 00 00` (the reference's empty map) and an empty payload are empty
+//! maps.
 //!
 //! Within a bucket this writer orders entries by hash, then by encoded key,
 //! so the bytes do not depend on the map's iteration order.
+//!
+//! Reading checks what the entries mean, not only where they are:
+//!
+//! | rule | error |
+//! |---|---|
+//! | bucket count = number of children; tables fit in the payload | `Payload` |
+//! | entry offsets start at 0 and strictly increase; each entry decodes to exactly its bytes | `EntryOutOfOrder`, `EntryLength` |
+//! | every stored hash is in its bucket (`hash % buckets`) | `WrongBucket` |
+//! | every decoded key hashes to its stored hash | `HashMismatch` |
+//! | no key twice (`get` checks every entry with the key's hash; `load` and the inline layout every key) | `DuplicateKey` |
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, MapAccess, Visitor};
 
-use crate::codec::{decode, encode, encode_into, hash_key};
+use crate::codec::{decode, decode_seed, encode, encode_into, hash_key};
 use crate::error::{ParError, Result};
 use crate::reader::Chunk;
 use crate::writer::{ChunkGraph, NodeId};
 
 /// How a map is laid out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MapLayout {
     /// Buckets of entries, for loading one key at a time.
     #[default]
@@ -47,112 +61,271 @@ const ITEMS_PER_BUCKET: usize = 2000;
 /// At most this many buckets, as the reference.
 const MAX_BUCKETS: usize = 1024;
 /// Bucket header: count u32 and 4 zero bytes.
-const BUCKET_HEADER: usize = 8;
+const BUCKET_HEADER: u64 = 8;
+/// Bytes of the hash and offset tables per entry.
+const TABLE_ENTRY: u64 = 12;
 
-impl ChunkGraph<'_> {
-    /// Adds a map in `layout`.
-    pub fn map<'m, K, V, I>(&mut self, entries: I, layout: MapLayout) -> Result<NodeId>
-    where
-        K: Serialize + Hash + Sync + 'm,
-        V: Serialize + Sync + 'm,
-        I: IntoIterator<Item = (&'m K, &'m V)>,
-    {
-        let entries: Vec<(&K, &V)> = entries.into_iter().collect();
-        let hashes: Vec<u64> = entries.par_iter().map(|(key, _)| hash_key(*key)).collect();
-        let hash_of = |entry: usize| hashes.get(entry).copied().unwrap_or_default();
-        // Order by hash; equal hashes (rare) by encoded key. A key that fails
-        // to encode sorts first here and reports its error when encoded below.
-        let by_hash_then_key = |a: &usize, b: &usize| {
-            hash_of(*a).cmp(&hash_of(*b)).then_with(|| {
-                let key = |entry: usize| {
-                    entries
-                        .get(entry)
-                        .map(|(key, _)| encode(*key, "map key").unwrap_or_default())
-                };
-                key(*a).cmp(&key(*b))
-            })
-        };
-        match layout {
-            MapLayout::Inline => {
-                let mut order: Vec<usize> = (0..entries.len()).collect();
-                order.par_sort_unstable_by(by_hash_then_key);
-                let mut payload = encode(&(entries.len() as u64), "map length")?;
-                for (key, value) in order.iter().filter_map(|&entry| entries.get(entry)) {
-                    encode_into(*key, &mut payload, "map key")?;
-                    encode_into(*value, &mut payload, "map value")?;
-                }
-                self.add(payload, Vec::new())
-            }
-            MapLayout::Buckets => {
-                let buckets = if entries.is_empty() {
-                    0
-                } else {
-                    (entries.len() / ITEMS_PER_BUCKET).clamp(1, MAX_BUCKETS)
-                };
-                let mut members: Vec<Vec<usize>> = vec![Vec::new(); buckets];
-                for (entry, hash) in hashes.iter().enumerate() {
-                    if let Some(bucket) = members.get_mut((hash % buckets as u64) as usize) {
-                        bucket.push(entry);
-                    }
-                }
-                let payloads: Vec<Vec<u8>> = members
-                    .par_iter_mut()
-                    .map(|bucket| {
-                        bucket.sort_unstable_by(by_hash_then_key);
-                        bucket_payload(bucket, &entries, &hashes)
-                    })
-                    .collect::<Result<_>>()?;
-                let children = payloads
-                    .into_iter()
-                    .map(|payload| self.add(payload, Vec::new()))
-                    .collect::<Result<Vec<_>>>()?;
-                self.add((buckets as u32).to_le_bytes().to_vec(), children)
-            }
-        }
+/// The reference's bucket count for a map of `entries` entries.
+pub(crate) fn bucket_count(entries: usize) -> usize {
+    if entries == 0 {
+        0
+    } else {
+        (entries / ITEMS_PER_BUCKET).clamp(1, MAX_BUCKETS)
     }
 }
 
-/// A bucket's payload: its entries (indices into `entries`, in order) with
-/// their hashes, offsets, and the encoded entries.
-fn bucket_payload<K: Serialize, V: Serialize>(
-    bucket: &[usize],
-    entries: &[(&K, &V)],
-    hashes: &[u64],
-) -> Result<Vec<u8>> {
-    if bucket.is_empty() {
+/// The header and tables of a bucket whose entries, in order, have these
+/// hashes and encoded sizes (nothing for an empty bucket).
+pub(crate) fn bucket_tables(entries: &[(u64, u64)]) -> Result<Vec<u8>> {
+    if entries.is_empty() {
         return Ok(Vec::new());
     }
     let too_big = |what: &str| ParError::Encode {
         what: "map bucket",
         why: format!("{what} exceeds u32"),
     };
-    let count = u32::try_from(bucket.len()).map_err(|_| too_big("entry count"))?;
-    let mut blob = Vec::new();
-    let mut offsets = Vec::with_capacity(bucket.len() * 4);
-    let mut hash_table = Vec::with_capacity(bucket.len() * 8);
-    for &entry in bucket {
-        let (key, value) = entries.get(entry).ok_or_else(|| too_big("entry index"))?;
-        hash_table.extend_from_slice(&hashes.get(entry).copied().unwrap_or_default().to_le_bytes());
-        offsets.extend_from_slice(
-            &u32::try_from(blob.len())
-                .map_err(|_| too_big("bucket data"))?
-                .to_le_bytes(),
-        );
-        encode_into(*key, &mut blob, "map key")?;
-        encode_into(*value, &mut blob, "map value")?;
+    let count = u32::try_from(entries.len()).map_err(|_| too_big("entry count"))?;
+    let mut tables = Vec::with_capacity(8 + entries.len() * 12);
+    tables.extend_from_slice(&count.to_le_bytes());
+    tables.extend_from_slice(&[0; 4]);
+    for (hash, _) in entries {
+        tables.extend_from_slice(&hash.to_le_bytes());
     }
-    let mut payload =
-        Vec::with_capacity(BUCKET_HEADER + hash_table.len() + offsets.len() + blob.len());
-    payload.extend_from_slice(&count.to_le_bytes());
-    payload.extend_from_slice(&[0; 4]);
-    payload.extend_from_slice(&hash_table);
-    payload.extend_from_slice(&offsets);
-    payload.extend_from_slice(&blob);
-    Ok(payload)
+    let mut offset = 0u64;
+    for (_, size) in entries {
+        let start =
+            u32::try_from(offset).map_err(|_| too_big("an entry's offset in the bucket"))?;
+        tables.extend_from_slice(&start.to_le_bytes());
+        offset = offset.saturating_add(*size);
+    }
+    Ok(tables)
+}
+
+/// The writers' order of entries: by hash, then by encoded key. Equal
+/// hashes and keys are the same key, which a map cannot hold twice.
+pub(crate) fn entry_order(
+    (hash_a, key_a): (u64, &[u8]),
+    (hash_b, key_b): (u64, &[u8]),
+) -> std::cmp::Ordering {
+    hash_a.cmp(&hash_b).then_with(|| key_a.cmp(key_b))
+}
+
+/// The error for a key added twice to a map being written.
+pub(crate) fn repeated_key(key: &[u8]) -> ParError {
+    ParError::Encode {
+        what: "map",
+        why: format!(
+            "a key (encoded {:02x?}) is added twice",
+            key.get(..key.len().min(32)).unwrap_or_default()
+        ),
+    }
+}
+
+/// A map laid out for writing: its entries with their hashes, ordered
+/// (within each bucket, or whole for the inline layout) by hash then encoded
+/// key (keys are encoded to compare only when their hashes tie). Shared by
+/// [`ChunkGraph::map`] and the drop-in visitor, which makes payloads from it
+/// when the file is written.
+pub(crate) struct MapPlan<'m, K, V> {
+    entries: Vec<(&'m K, &'m V)>,
+    hashes: Vec<u64>,
+    /// Entry indices per bucket (one list, the whole map, when inline).
+    buckets: Vec<Vec<usize>>,
+}
+
+impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
+    /// The bucket layout of `entries` (a key given twice is an error).
+    pub(crate) fn buckets(entries: impl IntoIterator<Item = (&'m K, &'m V)>) -> Result<Self> {
+        Self::plan(entries, true)
+    }
+
+    /// The inline layout of `entries`.
+    pub(crate) fn inline(entries: impl IntoIterator<Item = (&'m K, &'m V)>) -> Result<Self> {
+        Self::plan(entries, false)
+    }
+
+    fn plan(entries: impl IntoIterator<Item = (&'m K, &'m V)>, bucketed: bool) -> Result<Self> {
+        let entries: Vec<(&K, &V)> = entries.into_iter().collect();
+        let hashes: Vec<u64> = entries.par_iter().map(|(key, _)| hash_key(*key)).collect();
+        let count = if bucketed {
+            bucket_count(entries.len())
+        } else {
+            1
+        };
+        let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for (entry, hash) in hashes.iter().enumerate() {
+            let bucket = if bucketed {
+                (hash % count as u64) as usize
+            } else {
+                0
+            };
+            if let Some(members) = buckets.get_mut(bucket) {
+                members.push(entry);
+            }
+        }
+        let hash_of = |entry: &usize| hashes.get(*entry).copied().unwrap_or(0);
+        let key_of = |entry: &usize| -> Result<Vec<u8>> {
+            match entries.get(*entry) {
+                Some((key, _)) => encode(*key, "map key"),
+                None => Ok(Vec::new()),
+            }
+        };
+        buckets
+            .par_iter_mut()
+            .map(|members| {
+                members.sort_unstable_by_key(hash_of);
+                // Equal hashes (rare): order by encoded key; equal keys are
+                // the same key given twice.
+                let mut start = 0;
+                while start < members.len() {
+                    let hash = members.get(start).map_or(0, hash_of);
+                    let end = start
+                        + members
+                            .get(start..)
+                            .unwrap_or_default()
+                            .iter()
+                            .take_while(|entry| hash_of(entry) == hash)
+                            .count();
+                    if end - start > 1 {
+                        let tied = members.get_mut(start..end).unwrap_or_default();
+                        let mut keyed: Vec<(Vec<u8>, usize)> = tied
+                            .iter()
+                            .map(|entry| Ok((key_of(entry)?, *entry)))
+                            .collect::<Result<_>>()?;
+                        keyed.sort_unstable();
+                        if let Some(pair) = keyed.windows(2).find(|pair| match pair {
+                            [a, b] => a.0 == b.0,
+                            _ => false,
+                        }) {
+                            return Err(repeated_key(pair.first().map_or(&[][..], |p| &p.0)));
+                        }
+                        for (slot, (_, entry)) in tied.iter_mut().zip(keyed) {
+                            *slot = entry;
+                        }
+                    }
+                    start = end;
+                }
+                Ok(())
+            })
+            .collect::<Result<Vec<()>>>()?;
+        Ok(Self {
+            entries,
+            hashes,
+            buckets,
+        })
+    }
+
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The number of buckets.
+    pub(crate) fn bucket_count(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// The entries of bucket `bucket`, in order.
+    pub(crate) fn bucket_entries(
+        &self,
+        bucket: usize,
+    ) -> impl Iterator<Item = (&'m K, &'m V)> + '_ {
+        self.buckets
+            .get(bucket)
+            .into_iter()
+            .flatten()
+            .filter_map(|&entry| self.entries.get(entry).copied())
+    }
+
+    /// Appends entry `index`: its key, then its value.
+    fn encode_entry(&self, index: usize, out: &mut Vec<u8>) -> Result<()> {
+        let (key, value) = self.entries.get(index).ok_or_else(|| ParError::Encode {
+            what: "map",
+            why: "entry index out of range".into(),
+        })?;
+        encode_into(*key, out, "map key")?;
+        encode_into(*value, out, "map value")
+    }
+
+    /// Bucket `bucket`'s payload: header, tables, entries.
+    pub(crate) fn bucket_payload(&self, bucket: usize) -> Result<Vec<u8>> {
+        let members = self.buckets.get(bucket).map_or(&[][..], Vec::as_slice);
+        let mut blob = Vec::new();
+        let mut spans = Vec::with_capacity(members.len());
+        for &entry in members {
+            let start = blob.len();
+            self.encode_entry(entry, &mut blob)?;
+            let hash = self.hashes.get(entry).copied().unwrap_or(0);
+            spans.push((hash, (blob.len() - start) as u64));
+        }
+        let mut payload = bucket_tables(&spans)?;
+        payload.extend_from_slice(&blob);
+        Ok(payload)
+    }
+
+    /// The inline layout's payload: the count, then every entry.
+    pub(crate) fn inline_payload(&self) -> Result<Vec<u8>> {
+        let mut payload = encode(&(self.entries.len() as u64), "map length")?;
+        for bucket in &self.buckets {
+            for &entry in bucket {
+                self.encode_entry(entry, &mut payload)?;
+            }
+        }
+        Ok(payload)
+    }
+}
+
+impl ChunkGraph<'_> {
+    /// Adds a map in `layout`. A key given twice is an error.
+    pub fn map<'m, K, V, I>(&mut self, entries: I, layout: MapLayout) -> Result<NodeId>
+    where
+        K: Serialize + Hash + Sync + 'm,
+        V: Serialize + Sync + 'm,
+        I: IntoIterator<Item = (&'m K, &'m V)>,
+    {
+        match layout {
+            MapLayout::Inline => {
+                let plan = MapPlan::inline(entries)?;
+                self.add(plan.inline_payload()?, Vec::new())
+            }
+            MapLayout::Buckets => {
+                let plan = MapPlan::buckets(entries)?;
+                let payloads: Vec<Vec<u8>> = (0..plan.bucket_count())
+                    .into_par_iter()
+                    .map(|bucket| plan.bucket_payload(bucket))
+                    .collect::<Result<_>>()?;
+                let children = payloads
+                    .into_iter()
+                    .map(|payload| self.add(payload, Vec::new()))
+                    .collect::<Result<Vec<_>>>()?;
+                self.add(
+                    (plan.bucket_count() as u32).to_le_bytes().to_vec(),
+                    children,
+                )
+            }
+        }
+    }
 }
 
 /// A `HashMap<K, V>` in a PAR4 file: in the bucket layout `get` loads one
 /// bucket; in the inline layout the map is decoded once, on first use.
+///
+/// # Examples
+///
+/// ```
+/// use std::collections::HashMap;
+/// use binfmt_parcode::{ChunkGraph, Compression, LazyMap, MapLayout, ParFile};
+///
+/// let ages: HashMap<String, u32> = (0..5000).map(|i| (format!("user{i}"), i % 90)).collect();
+/// let mut graph = ChunkGraph::new();
+/// let root = graph.map(&ages, MapLayout::Buckets)?;
+/// let file = ParFile::new(graph.to_bytes(root, Compression::Lz4)?)?;
+/// let lazy: LazyMap<String, u32> = LazyMap::new(file.root()?)?;
+/// assert_eq!(lazy.get("user4321")?, Some(4321 % 90));  // one bucket decoded
+/// assert_eq!(lazy.get("nobody")?, None);
+/// assert_eq!(lazy.load()?, ages);
+/// # Ok::<(), binfmt_parcode::ParError>(())
+/// ```
 #[derive(Debug)]
 pub struct LazyMap<'a, K, V> {
     container: Chunk<'a>,
@@ -164,7 +337,7 @@ pub struct LazyMap<'a, K, V> {
 impl<'a, K, V> LazyMap<'a, K, V>
 where
     K: DeserializeOwned + Hash + Eq + Send,
-    V: DeserializeOwned + Clone + Send,
+    V: DeserializeOwned + Send,
 {
     /// Reads the container chunk.
     pub fn new(container: Chunk<'a>) -> Result<Self> {
@@ -199,6 +372,11 @@ where
         self.buckets == 0
     }
 
+    /// The number of buckets (0 in the inline layout).
+    pub fn bucket_count(&self) -> u32 {
+        self.buckets
+    }
+
     fn inline_map(&self) -> Result<&HashMap<K, V>> {
         if let Some(map) = self.inline.get() {
             return Ok(map);
@@ -209,10 +387,94 @@ where
 
     fn decode_inline(&self) -> Result<HashMap<K, V>> {
         let payload = self.container.payload()?;
-        if payload.len() < 4 {
+        let offset = self.container.offset();
+        if payload.is_empty() || *payload == [0; 4] {
             return Ok(HashMap::new());
         }
-        Ok(decode(&payload, self.container.offset(), "inline map")?.0)
+        let repeat = Cell::new(None);
+        let decoded = decode_seed(
+            UniqueMap {
+                repeat: &repeat,
+                bytes: payload.len(),
+                _entries: PhantomData,
+            },
+            &payload,
+            offset,
+            "inline map",
+        );
+        if let Some(entry) = repeat.get() {
+            return Err(ParError::DuplicateKey { offset, entry });
+        }
+        let (map, used) = decoded?;
+        if used != payload.len() {
+            return Err(ParError::Payload {
+                offset,
+                what: "inline map",
+                why: format!("{} bytes after the map", payload.len() - used),
+            });
+        }
+        Ok(map)
+    }
+
+    /// Bucket `index`; `whole` (for loads) reads and decompresses the whole
+    /// payload, otherwise only what is asked for is read (when the payload is
+    /// stored as is outside memory). Entries are checked as they are read
+    /// ([`Bucket::span`]): a load reads, and checks, every one.
+    fn bucket(&self, index: u32, whole: bool) -> Result<Bucket<'a>> {
+        Bucket::open(self.container.child(index)?, index, self.buckets, whole)
+    }
+
+    /// The bucket that holds `hash`.
+    fn bucket_of(&self, hash: u64, whole: bool) -> Result<Bucket<'a>> {
+        self.bucket((hash % u64::from(self.buckets)) as u32, whole)
+    }
+
+    /// The index of the entry holding `key` in `bucket`, with its decoded
+    /// key's length: every entry with the key's hash is decoded, so a key
+    /// stored twice is an error rather than a silent pick.
+    fn find<Q>(bucket: &Bucket<'a>, key: &Q, hash: u64) -> Result<Option<(u32, u64)>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut found = None;
+        for index in bucket.with_hash(hash) {
+            let (stored, used) = bucket.key::<K>(index)?;
+            if stored.borrow() == key {
+                if found.is_some() {
+                    return Err(ParError::DuplicateKey {
+                        offset: bucket.at,
+                        entry: u64::from(index),
+                    });
+                }
+                found = Some((index, used));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The entry holding `key` in `bucket` and its value: every entry with
+    /// the key's hash is decoded whole (usually one), so a key stored twice
+    /// is an error rather than a silent pick.
+    fn find_value<Q>(bucket: &Bucket<'a>, key: &Q, hash: u64) -> Result<Option<(u32, V)>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut found = None;
+        for index in bucket.with_hash(hash) {
+            let (stored, value) = bucket.entry::<K, V>(index)?;
+            if stored.borrow() == key {
+                if found.is_some() {
+                    return Err(ParError::DuplicateKey {
+                        offset: bucket.at,
+                        entry: u64::from(index),
+                    });
+                }
+                found = Some((index, value));
+            }
+        }
+        Ok(found)
     }
 
     /// The value under `key`, loading only its bucket.
@@ -220,41 +482,75 @@ where
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
+        V: Clone,
     {
         if self.is_inline() {
             return Ok(self.inline_map()?.get(key).cloned());
         }
         let hash = hash_key(key);
-        let bucket = self
-            .container
-            .child((hash % u64::from(self.buckets)) as u32)?;
-        let payload = bucket.payload()?;
-        let view = Bucket::parse(&payload, bucket.offset())?;
-        // This writer sorts buckets by hash, so a search finds the
-        // candidates; buckets written elsewhere may be in any order, so a
-        // miss falls back to scanning every hash.
-        let first = sorted_position(view.count, hash, |index| view.hash(index));
-        let sorted_candidates = (first..view.count).take_while(|&index| view.hash(index) == hash);
-        for index in sorted_candidates.chain(view.matching(hash)) {
-            let (stored, value): (K, V) = view.entry(index)?;
-            if stored.borrow() == key {
-                return Ok(Some(value));
-            }
-        }
-        Ok(None)
+        let bucket = self.bucket_of(hash, false)?;
+        Ok(Self::find_value(&bucket, key, hash)?.map(|(_, value)| value))
     }
 
-    /// The number of entries (reads every bucket's header in the bucket layout).
+    /// The value under `key`, without keeping a decoded inline map (so `V`
+    /// need not be `Clone`): an inline map is decoded for the call.
+    pub(crate) fn take<Q>(&self, key: &Q) -> Result<Option<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        Ok(self.find_entry(key)?.map(|(_, value)| value))
+    }
+
+    /// The value under `key`, with where it is: its bucket chunk and index
+    /// there, or `None` in the inline layout.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn find_entry<Q>(&self, key: &Q) -> Result<Option<(Option<(Chunk<'a>, u32)>, V)>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.is_inline() {
+            return Ok(self.decode_inline()?.remove(key).map(|value| (None, value)));
+        }
+        let hash = hash_key(key);
+        let index = (hash % u64::from(self.buckets)) as u32;
+        let chunk = self.container.child(index)?;
+        let bucket = Bucket::open(chunk.clone(), index, self.buckets, false)?;
+        Ok(Self::find_value(&bucket, key, hash)?
+            .map(|(entry, value)| (Some((chunk, entry)), value)))
+    }
+
+    /// Whether the map holds `key` (decodes keys only).
+    pub fn contains_key<Q>(&self, key: &Q) -> Result<bool>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.is_inline() {
+            return Ok(self.inline_map()?.contains_key(key));
+        }
+        let hash = hash_key(key);
+        let bucket = self.bucket_of(hash, false)?;
+        Ok(Self::find(&bucket, key, hash)?.is_some())
+    }
+
+    /// The number of entries (reads every bucket's header in the bucket
+    /// layout, decompressing LZ4 buckets).
     pub fn len(&self) -> Result<u64> {
         if self.is_inline() {
             return Ok(self.inline_map()?.len() as u64);
         }
-        let mut total = 0;
-        for bucket in self.container.children() {
-            let bucket = bucket?;
-            total += u64::from(Bucket::parse(&bucket.payload()?, bucket.offset())?.count);
-        }
-        Ok(total)
+        self.container.check_children_disjoint()?;
+        // The container alone crosses threads: the cached inline map need not be Sync.
+        let (container, buckets) = (&self.container, self.buckets);
+        (0..buckets)
+            .into_par_iter()
+            .map(|index| {
+                let bucket = Bucket::open(container.child(index)?, index, buckets, false)?;
+                Ok(u64::from(bucket.count))
+            })
+            .try_reduce(|| 0, |a, b| Ok(a + b))
     }
 
     /// Whether the map has no entries.
@@ -262,156 +558,664 @@ where
         self.len().map(|len| len == 0)
     }
 
-    /// Every entry, decoding the buckets in parallel.
+    /// Every entry, decoding the buckets in parallel. Memory: the result,
+    /// plus the decoded entries of all buckets once more while they are
+    /// gathered into it, plus one bucket payload per thread.
     pub fn load(&self) -> Result<HashMap<K, V>> {
         if self.is_inline() {
             return self.decode_inline();
         }
-        // The container alone crosses threads: the cached inline map need not be Sync.
-        let container = self.container;
-        let buckets: Vec<Vec<(K, V)>> = (0..self.buckets)
+        self.container.check_children_disjoint()?;
+        self.container
+            .source()
+            .will_read(&self.container.child_ranges());
+        let (container, count) = (&self.container, self.buckets);
+        let buckets: Vec<(u64, Vec<(K, V)>)> = (0..count)
             .into_par_iter()
             .map(|index| {
-                let bucket = container.child(index)?;
-                let payload = bucket.payload()?;
-                let view = Bucket::parse(&payload, bucket.offset())?;
-                (0..view.count).map(|entry| view.entry(entry)).collect()
+                let bucket = Bucket::open(container.child(index)?, index, count, true)?;
+                let entries = (0..bucket.count)
+                    .map(|entry| bucket.entry(entry))
+                    .collect::<Result<_>>()?;
+                Ok((bucket.at, entries))
             })
             .collect::<Result<_>>()?;
-        Ok(buckets.into_iter().flatten().collect())
+        let total = buckets.iter().map(|(_, entries)| entries.len()).sum();
+        let mut map = HashMap::with_capacity(total);
+        for (at, entries) in buckets {
+            for (entry, (key, value)) in entries.into_iter().enumerate() {
+                if map.insert(key, value).is_some() {
+                    return Err(ParError::DuplicateKey {
+                        offset: at,
+                        entry: entry as u64,
+                    });
+                }
+            }
+        }
+        Ok(map)
     }
 }
 
-/// The first index in `0..len` whose hash is not below `target`, for hashes
-/// in ascending order. Hashes are uniform over 64 bits, so the target's
-/// share of the range predicts its position: the search starts there,
-/// gallops outward until it brackets the target, then bisects. It usually
-/// reads a few neighbouring hashes, one page of the table, where a plain
-/// binary search would touch pages across all of it.
-fn sorted_position(len: u32, target: u64, hash_at: impl Fn(u32) -> u64) -> u32 {
-    if len == 0 {
-        return 0;
-    }
-    let guess = ((u128::from(target) * u128::from(len)) >> 64) as u32;
-    let (mut low, mut high);
-    if hash_at(guess) < target {
-        // The answer is above the guess: gallop up.
-        (low, high) = (guess + 1, guess + 1);
-        let mut step = 1;
-        while high < len && hash_at(high) < target {
-            low = high + 1;
-            high = high.saturating_add(step).min(len);
-            step = step.saturating_mul(2);
+impl<'a, K> LazyMap<'a, K, Vec<u8>>
+where
+    K: DeserializeOwned + Hash + Eq + Send,
+{
+    /// The byte-vector value under `key` as a stream: from a bucket stored
+    /// as is, the bytes come straight from the source in the caller's
+    /// buffer (nothing is held whatever the value's size); from an LZ4
+    /// bucket, out of the decompressed bucket. The entry's length is
+    /// checked before the first byte is returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use std::io::Read;
+    /// use binfmt_parcode::{ChunkGraph, Compression, LazyMap, MapLayout, ParFile};
+    ///
+    /// let files = HashMap::from([("a.txt".to_string(), b"hello".to_vec())]);
+    /// let mut graph = ChunkGraph::new();
+    /// let root = graph.map(&files, MapLayout::Buckets)?;
+    /// let file = ParFile::new(graph.to_bytes(root, Compression::None)?)?;
+    /// let lazy: LazyMap<String, Vec<u8>> = LazyMap::new(file.root()?)?;
+    /// let mut reader = lazy.reader("a.txt")?.expect("present");
+    /// assert_eq!(reader.len(), 5);
+    /// let mut text = String::new();
+    /// reader.read_to_string(&mut text).map_err(binfmt_parcode::ParError::from_io)?;
+    /// assert_eq!(text, "hello");
+    /// # Ok::<(), binfmt_parcode::ParError>(())
+    /// ```
+    pub fn reader<Q>(&self, key: &Q) -> Result<Option<ValueReader<'a>>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.is_inline() {
+            // The inline map is one chunk, decoded whole: the value is
+            // taken out of it.
+            return Ok(self
+                .decode_inline()?
+                .remove(key)
+                .map(|value| ValueReader::memory(Cow::Owned(value))));
         }
-    } else {
-        // The answer is at or below the guess: gallop down.
-        (low, high) = (guess, guess);
-        let mut step = 1;
-        while low > 0 && hash_at(low - 1) >= target {
-            high = low - 1;
-            low = low.saturating_sub(step);
-            step = step.saturating_mul(2);
-        }
+        let hash = hash_key(key);
+        let bucket = self.bucket_of(hash, false)?;
+        let Some((index, key_len)) = Self::find(&bucket, key, hash)? else {
+            return Ok(None);
+        };
+        bucket.value_reader(index, key_len).map(Some)
     }
-    // Now every index below `low` is below target and `high` is not (or is len).
-    while low < high {
-        let middle = low + (high - low) / 2;
-        if hash_at(middle) < target {
-            low = middle + 1;
-        } else {
-            high = middle;
+
+    /// Every key with its value's size in bytes, without reading the
+    /// values: from a bucket stored as is, each entry's key and length
+    /// prefix only (announced to the source together); an LZ4 bucket is
+    /// decompressed. Every entry read is checked as [`load`](Self::load)
+    /// checks it, and a key stored twice is an error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use binfmt_parcode::{ChunkGraph, Compression, LazyMap, MapLayout, ParFile};
+    ///
+    /// let files = HashMap::from([("a.txt".to_string(), vec![7; 1000])]);
+    /// let mut graph = ChunkGraph::new();
+    /// let root = graph.map(&files, MapLayout::Buckets)?;
+    /// let file = ParFile::new(graph.to_bytes(root, Compression::None)?)?;
+    /// let lazy: LazyMap<String, Vec<u8>> = LazyMap::new(file.root()?)?;
+    /// assert_eq!(lazy.value_lens()?, vec![("a.txt".to_string(), 1000)]);
+    /// # Ok::<(), binfmt_parcode::ParError>(())
+    /// ```
+    pub fn value_lens(&self) -> Result<Vec<(K, u64)>>
+    where
+        K: Clone,
+    {
+        if self.is_inline() {
+            return Ok(self
+                .inline_map()?
+                .iter()
+                .map(|(key, value)| (key.clone(), value.len() as u64))
+                .collect());
         }
+        self.container.check_children_disjoint()?;
+        let source = self.container.source();
+        let mut listed = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for index in 0..self.buckets {
+            let bucket = self.bucket(index, false)?;
+            if let Data::Stored(chunk) = &bucket.data {
+                let prefixes: Vec<_> = (0..bucket.count)
+                    .filter_map(|entry| bucket.span(entry).ok())
+                    .map(|(start, length)| {
+                        let at = chunk.offset() + bucket.data_start + start;
+                        at..at + length.min(KEY_READ)
+                    })
+                    .collect();
+                source.will_read(&prefixes);
+            }
+            for entry in 0..bucket.count {
+                let (key, len) = bucket.key_and_value_len::<K>(entry)?;
+                if !seen.insert(key.clone()) {
+                    return Err(ParError::DuplicateKey {
+                        offset: bucket.at,
+                        entry: u64::from(entry),
+                    });
+                }
+                listed.push((key, len));
+            }
+        }
+        Ok(listed)
     }
-    low
+
+    /// Tells the source that the values under `keys` will be read next, so
+    /// a remote one fetches them together: the buckets' trailers, then
+    /// their tables (an LZ4 bucket whole), then the entries with the keys'
+    /// hashes, each step one batch of ranges. Does nothing for a source in
+    /// memory or an inline map; errors are left for the reads to report.
+    pub fn prefetch<'k, Q>(&self, keys: impl IntoIterator<Item = &'k Q>)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized + 'k,
+    {
+        let source = self.container.source();
+        if self.is_inline() || source.in_memory().is_some() {
+            return;
+        }
+        let mut wanted: std::collections::BTreeMap<u32, Vec<u64>> = Default::default();
+        for key in keys {
+            let hash = hash_key(key);
+            let index = (hash % u64::from(self.buckets)) as u32;
+            wanted.entry(index).or_default().push(hash);
+        }
+        let ranges: Vec<_> = wanted
+            .keys()
+            .filter_map(|&index| self.container.child_range(index))
+            .collect();
+        let trailers: Vec<_> = ranges
+            .iter()
+            .map(|range| {
+                range.end - (range.end - range.start).min(crate::reader::TAIL_READ)..range.end
+            })
+            .collect();
+        source.will_read(&trailers);
+        let chunks: Vec<_> = wanted
+            .iter()
+            .filter_map(|(&index, hashes)| Some((self.container.child(index).ok()?, index, hashes)))
+            .collect();
+        let heads: Vec<_> = chunks
+            .iter()
+            .map(|(chunk, _, _)| {
+                let stored = chunk.stored_range();
+                if chunk.compression() == crate::Compression::None {
+                    stored.start..stored.end.min(stored.start + HEAD_READ)
+                } else {
+                    stored
+                }
+            })
+            .collect();
+        source.will_read(&heads);
+        let mut entries = Vec::new();
+        for (chunk, index, hashes) in chunks {
+            let Ok(bucket) = Bucket::open(chunk, index, self.buckets, false) else {
+                continue;
+            };
+            if let Data::Stored(chunk) = &bucket.data {
+                for &hash in hashes {
+                    for entry in bucket.with_hash(hash) {
+                        if let Ok((start, length)) = bucket.span(entry) {
+                            let at = chunk.offset() + bucket.data_start + start;
+                            entries.push(at..at + length);
+                        }
+                    }
+                }
+            }
+        }
+        source.will_read(&entries);
+    }
 }
 
-/// A bucket payload, split into its tables after checking their sizes
-/// against the payload's length.
-struct Bucket<'p> {
-    offset: u64,
+/// Bytes of a bucket stored as is announced at first for a prefetch: its
+/// header and the tables of up to about 5,000 entries.
+const HEAD_READ: u64 = 64 << 10;
+
+/// A map value read as a stream ([`LazyMap::reader`]); failures are
+/// `io::Error`s that [`ParError::from_io`] turns back into the typed error.
+#[derive(Debug)]
+pub struct ValueReader<'a> {
+    inner: ValueBytes<'a>,
+    len: u64,
+}
+
+#[derive(Debug)]
+enum ValueBytes<'a> {
+    Source {
+        reader: binfmt_core::RangeReader<'a, dyn binfmt_core::Source + 'a>,
+        name: &'a std::path::Path,
+    },
+    Memory {
+        bytes: Cow<'a, [u8]>,
+        position: usize,
+        end: usize,
+    },
+}
+
+impl<'a> ValueReader<'a> {
+    fn memory(bytes: Cow<'a, [u8]>) -> Self {
+        let end = bytes.len();
+        Self::memory_range(bytes, 0, end)
+    }
+
+    fn memory_range(bytes: Cow<'a, [u8]>, position: usize, end: usize) -> Self {
+        Self {
+            len: (end - position) as u64,
+            inner: ValueBytes::Memory {
+                bytes,
+                position,
+                end,
+            },
+        }
+    }
+
+    /// The value's size in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the value is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> u64 {
+        match &self.inner {
+            ValueBytes::Source { reader, .. } => reader.remaining(),
+            ValueBytes::Memory { position, end, .. } => (end - position) as u64,
+        }
+    }
+}
+
+impl std::io::Read for ValueReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match &mut self.inner {
+            ValueBytes::Source { reader, name } => reader
+                .read(buf)
+                .map_err(|error| ParError::Core(binfmt_core::Error::io(*name, error)).into_io()),
+            ValueBytes::Memory {
+                bytes,
+                position,
+                end,
+            } => {
+                let rest = bytes.get(*position..*end).unwrap_or_default();
+                let n = rest.len().min(buf.len());
+                if let (Some(to), Some(from)) = (buf.get_mut(..n), rest.get(..n)) {
+                    to.copy_from_slice(from);
+                }
+                *position += n;
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// A bucket's payload, split into its tables after checking them.
+struct Bucket<'a> {
+    /// The bucket chunk's offset, for errors.
+    at: u64,
+    index: u32,
+    buckets: u32,
     count: u32,
-    hashes: &'p [u8],
-    offsets: &'p [u8],
-    data: &'p [u8],
+    /// The hash table, then the offset table.
+    tables: Cow<'a, [u8]>,
+    data: Data<'a>,
+    /// Where the entries start in the payload, and how many bytes they take.
+    data_start: u64,
+    data_len: u64,
 }
 
-impl<'p> Bucket<'p> {
-    fn parse(payload: &'p [u8], offset: u64) -> Result<Self> {
-        if payload.len() < BUCKET_HEADER {
-            // The reference writes an empty bucket as an empty payload.
-            return Ok(Self {
-                offset,
-                count: 0,
-                hashes: &[],
-                offsets: &[],
-                data: &[],
-            });
+/// Where a bucket's entries are read from.
+enum Data<'a> {
+    /// The whole payload, decompressed (borrowed from a source in memory).
+    Whole(Cow<'a, [u8]>),
+    /// The chunk, its payload stored as is: ranges are read on demand.
+    Stored(Chunk<'a>),
+}
+
+/// Key bytes read at first when a key is decoded from a stored entry; a
+/// longer key is read again with 16 times as many.
+const KEY_READ: u64 = 4096;
+
+impl<'a> Bucket<'a> {
+    fn open(chunk: Chunk<'a>, index: u32, buckets: u32, whole: bool) -> Result<Self> {
+        let at = chunk.offset();
+        let stored_as_is = chunk.compression() == crate::Compression::None;
+        let in_memory = chunk.source().in_memory().is_some();
+        let (data, payload_len) = if whole || !stored_as_is || in_memory {
+            let payload = chunk.payload()?;
+            let len = payload.len() as u64;
+            (Data::Whole(payload), len)
+        } else {
+            let len = chunk.payload_len();
+            (Data::Stored(chunk), len)
+        };
+        let mut bucket = Self {
+            at,
+            index,
+            buckets,
+            count: 0,
+            tables: Cow::Borrowed(&[]),
+            data,
+            data_start: 0,
+            data_len: 0,
+        };
+        // The reference writes an empty bucket as an empty payload.
+        if payload_len == 0 {
+            return Ok(bucket);
         }
-        let count = payload
+        let bad = |why: String| ParError::Payload {
+            offset: at,
+            what: "map bucket",
+            why,
+        };
+        if payload_len < BUCKET_HEADER {
+            return Err(bad(format!(
+                "{payload_len} bytes, too short for the 8-byte bucket header"
+            )));
+        }
+        let count = bucket
+            .bytes(0, 4)?
             .first_chunk::<4>()
             .map_or(0, |bytes| u32::from_le_bytes(*bytes));
-        let tables = (count as usize)
-            .checked_mul(12)
-            .filter(|&tables| tables <= payload.len() - BUCKET_HEADER);
-        let too_short = || ParError::Payload {
-            offset,
-            what: "map bucket",
-            why: format!(
-                "{count} entries need {} bytes of tables but the payload has {}",
-                u64::from(count) * 12 + 8,
-                payload.len()
+        let tables_len = u64::from(count) * TABLE_ENTRY;
+        if tables_len > payload_len - BUCKET_HEADER {
+            return Err(bad(format!(
+                "{count} entries need {} bytes of tables but the payload has {payload_len}",
+                tables_len + BUCKET_HEADER
+            )));
+        }
+        bucket.tables = match &bucket.data {
+            Data::Whole(Cow::Borrowed(bytes)) => Cow::Borrowed(
+                bytes
+                    .get(BUCKET_HEADER as usize..(BUCKET_HEADER + tables_len) as usize)
+                    .unwrap_or_default(),
             ),
+            Data::Whole(Cow::Owned(bytes)) => Cow::Owned(
+                bytes
+                    .get(BUCKET_HEADER as usize..(BUCKET_HEADER + tables_len) as usize)
+                    .unwrap_or_default()
+                    .to_vec(),
+            ),
+            Data::Stored(chunk) => chunk.stored_bytes(BUCKET_HEADER, tables_len)?,
         };
-        let tables = tables.ok_or_else(too_short)?;
-        let rest = payload.get(BUCKET_HEADER..).ok_or_else(too_short)?;
-        let (hashes, rest) = rest.split_at(tables / 12 * 8);
-        let (offsets, data) = rest.split_at(tables / 12 * 4);
-        Ok(Self {
-            offset,
-            count,
-            hashes,
-            offsets,
-            data,
-        })
+        bucket.count = count;
+        bucket.data_start = BUCKET_HEADER + tables_len;
+        bucket.data_len = payload_len - bucket.data_start;
+        Ok(bucket)
     }
 
-    fn hash(&self, index: u32) -> u64 {
-        let at = index as usize * 8;
-        self.hashes
+    /// `len` bytes of the payload from `start`, which the caller checked.
+    fn bytes(&self, start: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        match &self.data {
+            Data::Whole(bytes) => Ok(Cow::Borrowed(
+                bytes
+                    .get(start as usize..(start + len) as usize)
+                    .unwrap_or_default(),
+            )),
+            Data::Stored(chunk) => chunk.stored_bytes(start, len),
+        }
+    }
+
+    fn hash(&self, entry: u32) -> u64 {
+        let at = entry as usize * 8;
+        self.tables
             .get(at..at + 8)
             .and_then(|bytes| bytes.first_chunk::<8>())
             .map_or(0, |bytes| u64::from_le_bytes(*bytes))
     }
 
-    /// Indices whose hash is `target`, in table order.
-    fn matching(&self, target: u64) -> impl Iterator<Item = u32> + '_ {
-        self.hashes
-            .chunks_exact(8)
-            .enumerate()
-            .filter(move |(_, bytes)| {
-                bytes
-                    .first_chunk::<8>()
-                    .is_some_and(|bytes| u64::from_le_bytes(*bytes) == target)
-            })
-            .map(|(index, _)| index as u32)
-    }
-
-    fn entry<K: DeserializeOwned, V: DeserializeOwned>(&self, index: u32) -> Result<(K, V)> {
-        let at = index as usize * 4;
-        let relative = self
-            .offsets
+    fn offset(&self, entry: u32) -> u64 {
+        let at = self.count as usize * 8 + entry as usize * 4;
+        self.tables
             .get(at..at + 4)
             .and_then(|bytes| bytes.first_chunk::<4>())
-            .map_or(0, |bytes| u32::from_le_bytes(*bytes));
-        let data = self
-            .data
-            .get(relative as usize..)
-            .ok_or_else(|| ParError::Payload {
-                offset: self.offset,
-                what: "map bucket",
-                why: format!("entry {index} at {relative} is past the end of the data"),
-            })?;
-        Ok(decode(data, self.offset, "map entry")?.0)
+            .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)))
+    }
+
+    /// Entry `entry`'s bytes in the data, up to the next entry's start (the
+    /// last: to the end), checked: the first starts at 0, each after the one
+    /// before, none past the data; and its hash belongs in this bucket. A
+    /// lookup checks the entries it reads; a load, every entry.
+    fn span(&self, entry: u32) -> Result<(u64, u64)> {
+        let start = self.offset(entry);
+        let previous = entry.checked_sub(1).map(|before| self.offset(before));
+        let end = if entry + 1 < self.count {
+            self.offset(entry + 1)
+        } else {
+            self.data_len
+        };
+        let in_order = match previous {
+            None => start == 0,
+            Some(previous) => start > previous,
+        };
+        // The next entry starts after this one; the last ends at the end.
+        let next_in_order = if entry + 1 < self.count {
+            end > start
+        } else {
+            end >= start
+        };
+        if !in_order || !next_in_order {
+            let (entry, start, previous) = if in_order {
+                // This entry is fine; the next one starts before it.
+                (entry + 1, end, start)
+            } else {
+                (entry, start, previous.unwrap_or(0))
+            };
+            return Err(ParError::EntryOutOfOrder {
+                bucket: self.at,
+                entry,
+                start,
+                previous,
+            });
+        }
+        let hash = self.hash(entry);
+        let expected = hash % u64::from(self.buckets.max(1));
+        if expected != u64::from(self.index) {
+            return Err(ParError::WrongBucket {
+                bucket: self.at,
+                index: self.index,
+                buckets: self.buckets,
+                entry,
+                hash,
+                expected,
+            });
+        }
+        Ok((start, end - start))
+    }
+
+    /// Entries whose stored hash is `target`, in table order (one pass
+    /// over the hash table: every entry with the hash is a candidate).
+    fn with_hash(&self, target: u64) -> impl Iterator<Item = u32> + '_ {
+        let hashes = self
+            .tables
+            .get(..self.count as usize * 8)
+            .unwrap_or_default();
+        hashes
+            .chunks_exact(8)
+            .enumerate()
+            .filter(move |(_, hash)| {
+                hash.first_chunk::<8>()
+                    .is_some_and(|hash| u64::from_le_bytes(*hash) == target)
+            })
+            .map(|(entry, _)| entry as u32)
+    }
+
+    /// Checks a decoded key against its stored hash.
+    fn check_hash<K: Hash>(&self, entry: u32, key: &K) -> Result<()> {
+        let (stored, computed) = (self.hash(entry), hash_key(key));
+        if stored != computed {
+            return Err(ParError::HashMismatch {
+                bucket: self.at,
+                entry,
+                stored,
+                computed,
+            });
+        }
+        Ok(())
+    }
+
+    /// Entry `entry`, which must decode to exactly its bytes.
+    fn entry<K: DeserializeOwned + Hash, V: DeserializeOwned>(&self, entry: u32) -> Result<(K, V)> {
+        let (start, length) = self.span(entry)?;
+        let bytes = self.bytes(self.data_start + start, length)?;
+        let ((key, value), used) = decode::<(K, V)>(&bytes, self.at, "map entry")?;
+        if used as u64 != length {
+            return Err(ParError::EntryLength {
+                bucket: self.at,
+                entry,
+                length,
+                used: used as u64,
+            });
+        }
+        self.check_hash(entry, &key)?;
+        Ok((key, value))
+    }
+
+    /// Entry `entry`'s key, checked against its hash, and the bytes it
+    /// takes; reads only a prefix of the entry when that holds the key.
+    fn key<K: DeserializeOwned + Hash>(&self, entry: u32) -> Result<(K, u64)> {
+        let (start, length) = self.span(entry)?;
+        let mut read = length.min(KEY_READ);
+        loop {
+            let bytes = self.bytes(self.data_start + start, read)?;
+            match decode::<K>(&bytes, self.at, "map key") {
+                Ok((key, used)) => {
+                    self.check_hash(entry, &key)?;
+                    return Ok((key, used as u64));
+                }
+                Err(_) if read < length => read = length.min(read.saturating_mul(16)),
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Entry `entry`'s key, checked against its hash, and the length of
+    /// its value, a byte vector, which must end where the entry does;
+    /// reads only a prefix of the entry when that holds both.
+    fn key_and_value_len<K: DeserializeOwned + Hash>(&self, entry: u32) -> Result<(K, u64)> {
+        let (start, length) = self.span(entry)?;
+        let mut read = length.min(KEY_READ);
+        loop {
+            let bytes = self.bytes(self.data_start + start, read)?;
+            let decoded = decode::<K>(&bytes, self.at, "map key").and_then(|(key, used)| {
+                let rest = bytes.get(used..).unwrap_or_default();
+                let (len, more) = decode::<u64>(rest, self.at, "map value length")?;
+                Ok((key, (used + more) as u64, len))
+            });
+            match decoded {
+                Ok((key, prefix, len)) => {
+                    self.check_hash(entry, &key)?;
+                    if prefix.checked_add(len) != Some(length) {
+                        return Err(ParError::EntryLength {
+                            bucket: self.at,
+                            entry,
+                            length,
+                            used: prefix.saturating_add(len),
+                        });
+                    }
+                    return Ok((key, len));
+                }
+                Err(_) if read < length => read = length.min(read.saturating_mul(16)),
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// A reader of entry `entry`'s value, a byte vector after a key of
+    /// `key_len` bytes: a varint length, then the bytes, which must end
+    /// where the entry does.
+    fn value_reader(self, entry: u32, key_len: u64) -> Result<ValueReader<'a>> {
+        let (start, length) = self.span(entry)?;
+        let value_at = start + key_len;
+        let prefix = self.bytes(self.data_start + value_at, (length - key_len).min(9))?;
+        let (len, used) = decode::<u64>(&prefix, self.at, "map value length")?;
+        let bytes_at = value_at + used as u64;
+        if len != length - (bytes_at - start) {
+            return Err(ParError::EntryLength {
+                bucket: self.at,
+                entry,
+                length,
+                used: (bytes_at - start).saturating_add(len),
+            });
+        }
+        let from = self.data_start + bytes_at;
+        Ok(match self.data {
+            Data::Whole(bytes) => {
+                ValueReader::memory_range(bytes, from as usize, (from + len) as usize)
+            }
+            Data::Stored(chunk) => {
+                let source = chunk.source();
+                let reader = binfmt_core::SourceExt::reader(
+                    source,
+                    chunk.offset() + from,
+                    len,
+                    "PAR4 map value",
+                )?;
+                ValueReader {
+                    inner: ValueBytes::Source {
+                        reader,
+                        name: source.name(),
+                    },
+                    len,
+                }
+            }
+        })
+    }
+}
+
+/// Decodes a map, remembering the index of the first key seen twice (and
+/// failing there).
+struct UniqueMap<'c, K, V> {
+    repeat: &'c Cell<Option<u64>>,
+    /// The bytes the map is decoded from.
+    bytes: usize,
+    _entries: PhantomData<fn() -> (K, V)>,
+}
+
+impl<'de, K, V> DeserializeSeed<'de> for UniqueMap<'_, K, V>
+where
+    K: DeserializeOwned + Hash + Eq,
+    V: DeserializeOwned,
+{
+    type Value = HashMap<K, V>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, K, V> Visitor<'de> for UniqueMap<'_, K, V>
+where
+    K: DeserializeOwned + Hash + Eq,
+    V: DeserializeOwned,
+{
+    type Value = HashMap<K, V>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map without repeated keys")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        // The claimed length, but no more than one entry per two bytes.
+        let mut map = HashMap::with_capacity(access.size_hint().unwrap_or(0).min(self.bytes / 2));
+        let mut entry = 0u64;
+        while let Some((key, value)) = access.next_entry::<K, V>()? {
+            if map.insert(key, value).is_some() {
+                self.repeat.set(Some(entry));
+                return Err(A::Error::custom(format!("entry {entry} repeats a key")));
+            }
+            entry += 1;
+        }
+        Ok(map)
     }
 }
 
@@ -440,8 +1244,10 @@ mod tests {
                 assert_eq!(lazy.load().unwrap(), map);
                 if len > 3 {
                     assert_eq!(lazy.get("key3").unwrap(), Some(vec![3; 3]));
+                    assert!(lazy.contains_key("key3").unwrap());
                 }
                 assert_eq!(lazy.get("absent").unwrap(), None);
+                assert!(!lazy.contains_key("absent").unwrap());
             }
         }
     }
@@ -465,36 +1271,28 @@ mod tests {
     }
 
     #[test]
-    fn sorted_position_matches_a_linear_search() {
-        let mut state = 0x1234_5678_9abc_def0u64;
-        for len in [0usize, 1, 2, 3, 10, 100, 2000] {
-            let mut hashes: Vec<u64> = (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state
-                })
-                .collect();
-            hashes.sort_unstable();
-            if len > 4 {
-                hashes[2] = hashes[3]; // a duplicate
-            }
-            let mut targets: Vec<u64> = hashes.clone();
-            targets.extend([0, 1, u64::MAX, u64::MAX / 2]);
-            targets.extend(hashes.iter().map(|h| h.wrapping_add(1)));
-            for target in targets {
-                let expected = hashes.iter().position(|&h| h >= target).unwrap_or(len) as u32;
-                let found = sorted_position(len as u32, target, |i| hashes[i as usize]);
-                assert_eq!(found, expected, "len {len} target {target}");
-            }
+    fn a_key_given_twice_is_refused_by_the_writer() {
+        let (key, one, two) = ("k".to_string(), 1u8, 2u8);
+        for layout in [MapLayout::Buckets, MapLayout::Inline] {
+            let mut graph = ChunkGraph::new();
+            assert!(matches!(
+                graph.map([(&key, &one), (&key, &two)], layout),
+                Err(ParError::Encode { what: "map", .. })
+            ));
         }
     }
 
     #[test]
     fn a_bucket_claiming_too_many_entries_is_refused() {
+        let mut graph = ChunkGraph::new();
         let mut payload = u32::MAX.to_le_bytes().to_vec();
         payload.extend_from_slice(&[0; 20]);
-        assert!(Bucket::parse(&payload, 0).is_err());
+        let bucket = graph.add(payload, vec![]).unwrap();
+        let root = graph
+            .add(1u32.to_le_bytes().to_vec(), vec![bucket])
+            .unwrap();
+        let file = ParFile::new(graph.to_bytes(root, Compression::None).unwrap()).unwrap();
+        let lazy: LazyMap<String, u8> = LazyMap::new(file.root().unwrap()).unwrap();
+        assert!(matches!(lazy.get("x"), Err(ParError::Payload { .. })));
     }
 }

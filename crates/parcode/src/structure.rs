@@ -18,7 +18,7 @@
 //! }
 //!
 //! impl<'a> CatalogView<'a> {
-//!     fn read(fields: &mut StructReader<'a>) -> binfmt_parcode::Result<Self> {
+//!     fn read(fields: &mut StructReader<'a>) -> binfmt_parcode::error::Result<Self> {
 //!         Ok(Self { name: fields.field()?, ids: fields.vec()?, index: fields.map()? })
 //!     }
 //! }
@@ -131,7 +131,7 @@ impl<'a> StructReader<'a> {
     pub fn map<K, V>(&mut self) -> Result<LazyMap<'a, K, V>>
     where
         K: DeserializeOwned + Hash + Eq + Send,
-        V: DeserializeOwned + Clone + Send,
+        V: DeserializeOwned + Send,
     {
         LazyMap::new(self.child()?)
     }

@@ -1,15 +1,26 @@
-//! Writing: a graph of chunks, laid out bottom-up.
+//! Writing: a tree of chunks, laid out bottom-up.
 //!
-//! A node's children must exist before the node is added, so the graph has
-//! no cycles by construction. Writing lays the chunks out in post-order
-//! from the root (each child before its parent, children in order, a shared
-//! node once), so the same graph gives the same bytes whatever the thread
-//! count. Payloads are produced (encoded, compressed) in parallel a batch at
-//! a time, the next batch while the current one is written.
+//! ```text
+//! graph:  root ─┬─ a ─── c          file:  │ c │ a │ b │ root │ header │
+//!               └─ b
+//! ```
+//!
+//! A node's children must exist before the node is added, and a node has
+//! at most one parent, so the graph is a tree by construction (readers
+//! refuse chunks reached twice). Writing lays the chunks out in post-order
+//! from the root (each child before its parent, children in order), so the
+//! same graph gives the same bytes whatever the thread count. Payloads are
+//! produced (encoded, compressed) in parallel a batch at a time, the next
+//! batch while the current one is written.
+//!
+//! [`ChunkWriter`] is the layer below: chunks appended to any `Write`, each
+//! payload and trailer in one vectored write, then the global header. The
+//! graph uses it, and so does [`crate::BlobMapWriter`], which streams
+//! payloads too large to hold.
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io::{IoSlice, Write};
+use std::io::{IoSlice, Seek, Write};
 use std::path::Path;
 
 use binfmt_core::io::write_all_vectored;
@@ -20,16 +31,25 @@ use rayon::prelude::*;
 use crate::compression::Compression;
 use crate::error::{ParError, Result};
 use crate::format::{ChildRef, GlobalHeader, MAGIC, MetaByte, VERSION};
+use crate::job::SerializationJob;
 
 /// A node of a [`ChunkGraph`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(usize);
+
+impl NodeId {
+    /// The node's index in its graph (nodes are numbered as they are added).
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
 
 /// A chunk's payload: bytes, or how to make them when the file is written
 /// (so that encoding overlaps writing).
 enum Payload<'g> {
     Ready(Vec<u8>),
     Deferred(Box<dyn Fn() -> Result<Vec<u8>> + Send + Sync + 'g>),
+    Job(Box<dyn SerializationJob<'g> + 'g>),
 }
 
 impl fmt::Debug for Payload<'_> {
@@ -37,6 +57,7 @@ impl fmt::Debug for Payload<'_> {
         match self {
             Self::Ready(bytes) => write!(f, "Ready({} bytes)", bytes.len()),
             Self::Deferred(_) => f.write_str("Deferred"),
+            Self::Job(job) => write!(f, "{job:?}"),
         }
     }
 }
@@ -45,13 +66,38 @@ impl fmt::Debug for Payload<'_> {
 struct Node<'g> {
     payload: Payload<'g>,
     children: Vec<NodeId>,
+    has_parent: bool,
+    /// This chunk's compression, when not the file's.
+    compression: Option<Compression>,
 }
 
 /// Chunks and their children, to be written as one PAR4 file. The lifetime
 /// is that of the data the graph's deferred payloads will encode.
+///
+/// # Examples
+///
+/// ```
+/// use binfmt_parcode::{ChunkGraph, Compression, LazyVec, ParFile};
+///
+/// let ids: Vec<u64> = (0..10_000).collect();
+/// let mut graph = ChunkGraph::new();
+/// let root = graph.vec(&ids)?;
+/// let mut out = Vec::new();
+/// out = graph.write_to(root, Compression::Lz4, out)?;   // any Write, returned
+/// let file = ParFile::new(out)?;
+/// assert_eq!(LazyVec::<u64>::new(file.root()?)?.get(9_999)?, 9_999);
+/// # Ok::<(), binfmt_parcode::ParError>(())
+/// ```
+///
+/// The drop-in API builds the same graph parent first
+/// ([`ChunkGraph::add_node`], [`ChunkGraph::link_parent_child`], as the
+/// reference's `TaskGraph`, which is this type under that name); a link
+/// that would not make a tree is reported when the file is written.
 #[derive(Debug, Default)]
 pub struct ChunkGraph<'g> {
     nodes: Vec<Node<'g>>,
+    /// The first problem found while building, reported when writing.
+    error: Option<ParError>,
 }
 
 /// Chunks produced at once while the previous batch is written.
@@ -60,17 +106,106 @@ const BATCH: usize = 32;
 impl<'g> ChunkGraph<'g> {
     /// An empty graph.
     pub fn new() -> Self {
-        Self { nodes: Vec::new() }
+        Self::default()
+    }
+
+    /// Adds a chunk made by `job` when the file is written, compressed as
+    /// its config says; its children are linked afterwards.
+    pub fn add_node(&mut self, job: Box<dyn SerializationJob<'g> + 'g>) -> NodeId {
+        let compression = job.config().compression().unwrap_or_else(|error| {
+            self.fail(error);
+            None
+        });
+        self.nodes.push(Node {
+            payload: Payload::Job(job),
+            children: Vec::new(),
+            has_parent: false,
+            compression,
+        });
+        NodeId(self.nodes.len() - 1)
+    }
+
+    /// Makes `child` the next child of `parent`. A node already linked, an
+    /// unknown node, or a node linked to itself is reported when the file
+    /// is written (the reference panics on unknown nodes).
+    pub fn link_parent_child(&mut self, parent: NodeId, child: NodeId) {
+        let problem = match self.nodes.get(child.0) {
+            None => Some(missing(child)),
+            Some(node) if node.has_parent || parent == child => Some(ParError::Encode {
+                what: "chunk graph",
+                why: format!(
+                    "node {} would have two parents: a PAR4 file is a tree",
+                    child.0
+                ),
+            }),
+            Some(_) if self.nodes.get(parent.0).is_none() => Some(missing(parent)),
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            return self.fail(problem);
+        }
+        if let Some(node) = self.nodes.get_mut(child.0) {
+            node.has_parent = true;
+        }
+        if let Some(node) = self.nodes.get_mut(parent.0) {
+            node.children.push(child);
+        }
+    }
+
+    /// Replaces the job of `node`.
+    pub fn replace_job(&mut self, node: NodeId, job: Box<dyn SerializationJob<'g> + 'g>) {
+        let compression = match job.config().compression() {
+            Ok(compression) => compression,
+            Err(error) => return self.fail(error),
+        };
+        match self.nodes.get_mut(node.0) {
+            Some(slot) => {
+                slot.payload = Payload::Job(job);
+                slot.compression = compression;
+            }
+            None => self.fail(missing(node)),
+        }
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Records a problem found while building, reported when writing.
+    pub(crate) fn fail(&mut self, error: ParError) {
+        self.error.get_or_insert(error);
+    }
+
+    /// Writes the file whose root is the first node added (as a value's
+    /// `visit` adds its own chunk first).
+    pub(crate) fn write_root<W: Write + Send>(
+        &self,
+        compression: Compression,
+        out: W,
+    ) -> Result<W> {
+        if self.nodes.is_empty() {
+            return Err(ParError::Encode {
+                what: "chunk graph",
+                why: "the value added no chunk".into(),
+            });
+        }
+        self.write_to(NodeId(0), compression, out)
     }
 
     /// Adds a chunk with `payload` (uncompressed) and `children`, which
-    /// must already be in this graph.
+    /// must already be in this graph and have no parent yet.
     pub fn add(&mut self, payload: Vec<u8>, children: Vec<NodeId>) -> Result<NodeId> {
         self.push(Payload::Ready(payload), children)
     }
 
     /// Adds a chunk whose payload `make` produces when the file is written.
-    pub(crate) fn add_deferred(
+    pub fn add_deferred(
         &mut self,
         make: impl Fn() -> Result<Vec<u8>> + Send + Sync + 'g,
         children: Vec<NodeId>,
@@ -78,34 +213,70 @@ impl<'g> ChunkGraph<'g> {
         self.push(Payload::Deferred(Box::new(make)), children)
     }
 
+    /// Compresses `node`'s chunk with `compression` whatever the file's
+    /// compression is (the meta byte is per chunk).
+    pub fn set_compression(&mut self, node: NodeId, compression: Compression) -> Result<()> {
+        let node = self.nodes.get_mut(node.0).ok_or_else(|| missing(node))?;
+        node.compression = Some(compression);
+        Ok(())
+    }
+
+    /// The children of `node`.
+    pub fn children(&self, node: NodeId) -> &[NodeId] {
+        self.nodes
+            .get(node.0)
+            .map_or(&[], |node| node.children.as_slice())
+    }
+
     fn push(&mut self, payload: Payload<'g>, children: Vec<NodeId>) -> Result<NodeId> {
-        if let Some(missing) = children.iter().find(|child| child.0 >= self.nodes.len()) {
-            return Err(ParError::Encode {
-                what: "chunk graph",
-                why: format!("child node {} is not in this graph", missing.0),
-            });
+        for (index, child) in children.iter().enumerate() {
+            let node = self.nodes.get(child.0).ok_or_else(|| missing(*child))?;
+            if node.has_parent || children.get(..index).is_some_and(|c| c.contains(child)) {
+                return Err(ParError::Encode {
+                    what: "chunk graph",
+                    why: format!(
+                        "node {} would have two parents: a PAR4 file is a tree",
+                        child.0
+                    ),
+                });
+            }
         }
-        self.nodes.push(Node { payload, children });
+        for child in &children {
+            if let Some(node) = self.nodes.get_mut(child.0) {
+                node.has_parent = true;
+            }
+        }
+        self.nodes.push(Node {
+            payload,
+            children,
+            has_parent: false,
+            compression: None,
+        });
         Ok(NodeId(self.nodes.len() - 1))
     }
 
     /// The file with `root` as its root chunk.
     pub fn to_bytes(&self, root: NodeId, compression: Compression) -> Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        self.write_to(root, compression, &mut bytes)?;
-        Ok(bytes)
+        self.write_to(root, compression, Vec::new())
     }
 
-    /// Writes the file with `root` as its root chunk to `out`; returns its size.
-    pub fn write_to(
+    /// Writes the file with `root` as its root chunk to `out`, every chunk
+    /// compressed with `compression` unless set otherwise; returns `out`.
+    pub fn write_to<W: Write + Send>(
         &self,
         root: NodeId,
         compression: Compression,
-        out: &mut (impl Write + Send),
-    ) -> Result<u64> {
+        out: W,
+    ) -> Result<W> {
+        if let Some(error) = &self.error {
+            return Err(ParError::Encode {
+                what: "chunk graph",
+                why: error.to_string(),
+            });
+        }
         let order = self.post_order(root)?;
         let mut refs: Vec<Option<ChildRef>> = vec![None; self.nodes.len()];
-        let mut offset = 0u64;
+        let mut writer = ChunkWriter::new(out);
         let mut batches = order.chunks(BATCH);
         let mut current = match batches.next() {
             Some(batch) => self.produce(batch, compression)?,
@@ -118,7 +289,7 @@ impl<'g> ChunkGraph<'g> {
                 .unwrap_or_default();
             let next = batches.next();
             let (wrote, produced) = rayon::join(
-                || self.write_batch(batch, &current, compression, &mut refs, &mut offset, out),
+                || self.write_batch(batch, &current, &mut refs, &mut writer),
                 || next.map(|batch| self.produce(batch, compression)),
             );
             wrote?;
@@ -133,131 +304,248 @@ impl<'g> ChunkGraph<'g> {
             .copied()
             .flatten()
             .ok_or_else(|| missing(root))?;
-        let header = GlobalHeader {
-            magic: MAGIC,
-            version: U16::new(VERSION),
-            root_offset: root_ref.offset,
-            root_length: root_ref.length,
-            checksum: U32::new(0),
-        };
-        out.write_all(header.as_bytes()).map_err(output_error)?;
-        Ok(offset + header.as_bytes().len() as u64)
+        writer.finish(root_ref)
     }
 
-    /// The stored payloads of `batch`, made and compressed in parallel.
-    fn produce(&self, batch: &[NodeId], compression: Compression) -> Result<Vec<Cow<'_, [u8]>>> {
+    /// The stored payloads of `batch` and their compression, made and
+    /// compressed in parallel.
+    fn produce(
+        &self,
+        batch: &[NodeId],
+        compression: Compression,
+    ) -> Result<Vec<(Cow<'_, [u8]>, Compression)>> {
         batch
             .par_iter()
             .map(|id| {
                 let node = self.nodes.get(id.0).ok_or_else(|| missing(*id))?;
-                match &node.payload {
-                    Payload::Ready(bytes) => compression.compress(bytes),
+                let compression = node.compression.unwrap_or(compression);
+                let stored = match &node.payload {
+                    Payload::Ready(bytes) => compression.compress(bytes)?,
                     Payload::Deferred(make) => {
                         let bytes = make()?;
-                        Ok(Cow::Owned(compression.compress(&bytes)?.into_owned()))
+                        Cow::Owned(compression.compress(&bytes)?.into_owned())
                     }
-                }
+                    Payload::Job(job) => {
+                        let bytes = job
+                            .execute(&[])
+                            .map_err(|error| ParError::Job(Box::new(error)))?;
+                        Cow::Owned(compression.compress(&bytes)?.into_owned())
+                    }
+                };
+                Ok((stored, compression))
             })
             .collect()
     }
 
     /// Writes the chunks of `batch` (whose stored payloads are `stored`),
     /// recording where each one went.
-    fn write_batch(
+    fn write_batch<W: Write>(
         &self,
         batch: &[NodeId],
-        stored: &[Cow<'_, [u8]>],
-        compression: Compression,
+        stored: &[(Cow<'_, [u8]>, Compression)],
         refs: &mut [Option<ChildRef>],
-        offset: &mut u64,
-        out: &mut impl Write,
+        writer: &mut ChunkWriter<W>,
     ) -> Result<()> {
-        for (id, payload) in batch.iter().zip(stored) {
+        let mut children = Vec::new();
+        for (id, (payload, compression)) in batch.iter().zip(stored) {
             let node = self.nodes.get(id.0).ok_or_else(|| missing(*id))?;
-            let mut trailer = Vec::with_capacity(node.children.len() * 16 + 5);
+            children.clear();
             for child in &node.children {
-                let child_ref = refs
-                    .get(child.0)
-                    .copied()
-                    .flatten()
-                    .ok_or_else(|| missing(*child))?;
-                trailer.extend_from_slice(child_ref.as_bytes());
+                children.push(
+                    refs.get(child.0)
+                        .copied()
+                        .flatten()
+                        .ok_or_else(|| missing(*child))?,
+                );
             }
-            if !node.children.is_empty() {
-                let count = u32::try_from(node.children.len()).map_err(|_| ParError::Encode {
-                    what: "chunk",
-                    why: format!("{} children exceed the u32 count", node.children.len()),
-                })?;
-                trailer.extend_from_slice(&count.to_le_bytes());
-            }
-            trailer.push(MetaByte::new(!node.children.is_empty(), compression.id()).0);
-            // Payload and trailer in one write: chunks reach the file in
-            // large contiguous writes, which the page cache keeps in large
-            // folios, so later readers fault fewer times.
-            write_all_vectored(out, &mut [IoSlice::new(payload), IoSlice::new(&trailer)])
-                .map_err(output_error)?;
-            let length = (payload.len() + trailer.len()) as u64;
+            let written = writer.chunk(payload, &children, *compression)?;
             if let Some(slot) = refs.get_mut(id.0) {
-                *slot = Some(ChildRef {
-                    offset: U64::new(*offset),
-                    length: U64::new(length),
-                });
+                *slot = Some(written);
             }
-            *offset += length;
         }
         Ok(())
     }
 
-    /// Writes the file to `path` atomically.
+    /// Writes the file to `path` atomically; returns its size.
     pub fn write_file(
         &self,
         root: NodeId,
         compression: Compression,
         path: impl AsRef<Path>,
     ) -> Result<u64> {
-        let path = path.as_ref();
-        let mut file = AtomicFile::create(path)?;
-        let size = self
-            .write_to(root, compression, &mut file)
-            .map_err(|error| match error {
-                ParError::Core(binfmt_core::Error::Io { source, .. }) => {
-                    binfmt_core::Error::io(path, source).into()
-                }
-                other => other,
-            })?;
-        file.flush().with_path(path)?;
-        file.commit()?;
-        Ok(size)
+        write_file_with(path.as_ref(), |file| self.write_to(root, compression, file))
     }
 
-    /// The nodes reachable from `root`, each after its children, each once.
+    /// The nodes reachable from `root`, each after its children; a cycle
+    /// (possible only through links) is an error.
     fn post_order(&self, root: NodeId) -> Result<Vec<NodeId>> {
-        self.nodes.get(root.0).ok_or_else(|| missing(root))?;
+        let node = self.nodes.get(root.0).ok_or_else(|| missing(root))?;
+        if node.has_parent {
+            return Err(ParError::Encode {
+                what: "chunk graph",
+                why: format!("the root, node {}, is another node's child", root.0),
+            });
+        }
         let mut order = Vec::new();
-        let mut placed = vec![false; self.nodes.len()];
-        // (node, children already pushed)
-        let mut stack = vec![(root, false)];
-        while let Some((id, expanded)) = stack.pop() {
-            if placed.get(id.0).copied().unwrap_or(true) {
-                continue;
-            }
-            if expanded {
-                if let Some(slot) = placed.get_mut(id.0) {
-                    *slot = true;
+        let mut entered = vec![false; self.nodes.len()];
+        // (node, index of the next child to descend into)
+        let mut path = vec![(root, 0usize)];
+        while let Some((id, next)) = path.last_mut() {
+            let node = self.nodes.get(id.0).ok_or_else(|| missing(*id))?;
+            if *next == 0 {
+                match entered.get_mut(id.0) {
+                    Some(seen) if !*seen => *seen = true,
+                    _ => {
+                        return Err(ParError::Encode {
+                            what: "chunk graph",
+                            why: format!("node {} is reached twice (a cycle)", id.0),
+                        });
+                    }
                 }
-                order.push(id);
-            } else {
-                stack.push((id, true));
-                let node = self.nodes.get(id.0).ok_or_else(|| missing(id))?;
-                stack.extend(node.children.iter().rev().map(|&child| (child, false)));
+            }
+            match node.children.get(*next) {
+                Some(&child) => {
+                    *next += 1;
+                    path.push((child, 0));
+                }
+                None => {
+                    order.push(*id);
+                    path.pop();
+                }
             }
         }
         Ok(order)
     }
 }
 
-fn output_error(error: std::io::Error) -> ParError {
-    ParError::Core(binfmt_core::Error::io("<PAR4 output>", error))
+/// Runs `write` on an atomic file at `path`, committing it on success;
+/// returns the file's size. Output errors name the path.
+pub(crate) fn write_file_with(
+    path: &Path,
+    write: impl FnOnce(&mut AtomicFile) -> Result<&mut AtomicFile>,
+) -> Result<u64> {
+    let mut file = AtomicFile::create(path)?;
+    write(&mut file).map_err(|error| match error {
+        ParError::Io { source, .. } => binfmt_core::Error::io(path, source).into(),
+        other => other,
+    })?;
+    file.flush().with_path(path)?;
+    let size = file.stream_position().with_path(path)?;
+    file.commit()?;
+    Ok(size)
+}
+
+/// Chunks appended to a `Write`, then the global header: the layer every
+/// PAR4 writer here shares.
+#[derive(Debug)]
+pub(crate) struct ChunkWriter<W> {
+    out: W,
+    offset: u64,
+    trailer: Vec<u8>,
+}
+
+impl<W: Write> ChunkWriter<W> {
+    pub(crate) fn new(out: W) -> Self {
+        Self {
+            out,
+            offset: 0,
+            trailer: Vec::new(),
+        }
+    }
+
+    /// Where the next chunk starts.
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The output, for streaming a payload into it; the caller reports the
+    /// bytes it wrote to [`ChunkWriter::end_chunk`].
+    pub(crate) fn output(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    /// Appends a chunk whose stored payload is `payload`.
+    pub(crate) fn chunk(
+        &mut self,
+        payload: &[u8],
+        children: &[ChildRef],
+        compression: Compression,
+    ) -> Result<ChildRef> {
+        let start = self.offset;
+        self.build_trailer(children, compression)?;
+        // Payload and trailer in one write: chunks reach the file in large
+        // contiguous writes, which the page cache keeps in large folios, so
+        // later readers fault fewer times.
+        write_all_vectored(
+            &mut self.out,
+            &mut [IoSlice::new(payload), IoSlice::new(&self.trailer)],
+        )
+        .map_err(output_error)?;
+        self.offset += (payload.len() + self.trailer.len()) as u64;
+        Ok(chunk_ref(start, self.offset))
+    }
+
+    /// Ends a chunk whose `payload_len` stored bytes, starting at `start`,
+    /// the caller wrote through [`ChunkWriter::output`].
+    pub(crate) fn end_chunk(
+        &mut self,
+        start: u64,
+        payload_len: u64,
+        children: &[ChildRef],
+        compression: Compression,
+    ) -> Result<ChildRef> {
+        self.build_trailer(children, compression)?;
+        self.out.write_all(&self.trailer).map_err(output_error)?;
+        self.offset = start + payload_len + self.trailer.len() as u64;
+        Ok(chunk_ref(start, self.offset))
+    }
+
+    fn build_trailer(&mut self, children: &[ChildRef], compression: Compression) -> Result<()> {
+        self.trailer.clear();
+        for child in children {
+            self.trailer.extend_from_slice(child.as_bytes());
+        }
+        if !children.is_empty() {
+            let count = u32::try_from(children.len()).map_err(|_| ParError::Encode {
+                what: "chunk",
+                why: format!("{} children exceed the u32 count", children.len()),
+            })?;
+            self.trailer.extend_from_slice(&count.to_le_bytes());
+        }
+        self.trailer
+            .push(MetaByte::new(!children.is_empty(), compression.id()).as_u8());
+        Ok(())
+    }
+
+    /// Appends the global header naming `root` and returns the output.
+    pub(crate) fn finish(mut self, root: ChildRef) -> Result<W> {
+        let header = GlobalHeader {
+            magic: MAGIC,
+            version: U16::new(VERSION),
+            root_offset: root.offset,
+            root_length: root.length,
+            checksum: U32::new(0),
+        };
+        self.out
+            .write_all(header.as_bytes())
+            .and_then(|()| self.out.flush())
+            .map_err(output_error)?;
+        Ok(self.out)
+    }
+}
+
+fn chunk_ref(start: u64, end: u64) -> ChildRef {
+    ChildRef {
+        offset: U64::new(start),
+        length: U64::new(end - start),
+    }
+}
+
+pub(crate) fn output_error(source: std::io::Error) -> ParError {
+    ParError::Io {
+        during: "writing the PAR4 output",
+        source,
+    }
 }
 
 fn missing(id: NodeId) -> ParError {
@@ -287,29 +575,43 @@ mod tests {
         assert_eq!(&*root.payload().unwrap(), b"root");
         let children: Vec<Vec<u8>> = root
             .children()
-            .map(|c| c.unwrap().payload().unwrap().to_vec())
+            .unwrap()
+            .iter()
+            .map(|c| c.payload().unwrap().to_vec())
             .collect();
         assert_eq!(children, [b"a".to_vec(), b"bb".to_vec()]);
     }
 
     #[test]
-    fn a_shared_node_is_written_once() {
+    fn a_node_has_one_parent() {
         let mut graph = ChunkGraph::new();
         let shared = graph.add(b"shared".to_vec(), vec![]).unwrap();
-        let root = graph.add(Vec::new(), vec![shared, shared]).unwrap();
-        let bytes = graph.to_bytes(root, Compression::Lz4).unwrap();
-        let file = ParFile::new(bytes).unwrap();
-        let root = file.root().unwrap();
-        assert_eq!(
-            root.child(0).unwrap().offset(),
-            root.child(1).unwrap().offset()
-        );
-        assert_eq!(file.verify().unwrap().chunks, 2);
+        assert!(matches!(
+            graph.add(Vec::new(), vec![shared, shared]),
+            Err(ParError::Encode { .. })
+        ));
+        graph.add(Vec::new(), vec![shared]).unwrap();
+        assert!(graph.add(Vec::new(), vec![shared]).is_err());
     }
 
     #[test]
     fn unknown_children_are_refused() {
         let mut graph = ChunkGraph::new();
         assert!(graph.add(Vec::new(), vec![NodeId(3)]).is_err());
+    }
+
+    #[test]
+    fn compression_is_per_chunk() {
+        let mut graph = ChunkGraph::new();
+        let plain = graph.add(vec![7; 1000], vec![]).unwrap();
+        graph.set_compression(plain, Compression::None).unwrap();
+        let packed = graph.add(vec![7; 1000], vec![]).unwrap();
+        let root = graph.add(Vec::new(), vec![plain, packed]).unwrap();
+        let file = ParFile::new(graph.to_bytes(root, Compression::Lz4).unwrap()).unwrap();
+        let root = file.root().unwrap();
+        assert_eq!(root.compression(), Compression::Lz4);
+        assert_eq!(root.child(0).unwrap().compression(), Compression::None);
+        assert_eq!(root.child(1).unwrap().compression(), Compression::Lz4);
+        assert_eq!(root.child(1).unwrap().payload().unwrap().len(), 1000);
     }
 }

@@ -231,6 +231,9 @@ impl Family {
                     .with_client_options(
                         ClientOptions::new()
                             .with_allow_http(true)
+                            // Loading the system's trust store costs more
+                            // than a whole small read; plain http needs none.
+                            .with_no_system_certificates(location.base.starts_with("http://"))
                             .with_connect_timeout(options.connect_timeout)
                             .with_timeout(options.timeout),
                     )
@@ -252,6 +255,15 @@ impl Family {
                     .with_bucket_name(location.base.clone())
                     .with_retry(retry)
                     .with_http_connector(connector);
+                // A plain-http endpoint (a local server) needs no trust store.
+                let system_certificates =
+                    AmazonS3ConfigKey::Client(ClientConfigKey::NoSystemCertificates);
+                let plain_http = builder
+                    .get_config_value(&AmazonS3ConfigKey::Endpoint)
+                    .is_some_and(|endpoint| endpoint.starts_with("http://"));
+                if plain_http {
+                    builder = builder.with_config(system_certificates, "true");
+                }
                 // Timeouts from the environment (AWS_TIMEOUT, ...) win.
                 for (key, value) in [
                     (ClientConfigKey::ConnectTimeout, options.connect_timeout),

@@ -24,7 +24,6 @@ use binfmt_core::{Source, SourceExt};
 use binfmt_remote::{FirstRead, RemoteError, RemoteOptions, RemoteSource, Stats, Warning};
 use binfmt_tests::interop::{Servers, servers};
 use binfmt_tests::pseudo_random_bytes;
-use object_store::ObjectStoreExt;
 
 /// A name no other test (or earlier run) uses: the servers keep state per
 /// name (the misbehaving server counts requests per file and range).
@@ -56,26 +55,6 @@ fn s3_options(servers: &Servers, secret: &str) -> RemoteOptions {
         .with_s3_setting("AWS_SECRET_ACCESS_KEY", secret)
         .with_s3_setting("AWS_REGION", &servers.s3_region)
         .with_s3_setting("AWS_ALLOW_HTTP", "true")
-}
-
-/// Puts an object into the test bucket (signed, with the good key).
-fn s3_put(servers: &Servers, key: &str, bytes: &[u8]) {
-    let store = object_store::aws::AmazonS3Builder::new()
-        .with_endpoint(&servers.s3_endpoint)
-        .with_bucket_name(&servers.s3_bucket)
-        .with_access_key_id(&servers.s3_access_key_id)
-        .with_secret_access_key(&servers.s3_secret_access_key)
-        .with_region(&servers.s3_region)
-        .with_allow_http(true)
-        .build()
-        .unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime
-        .block_on(store.put(&object_store::path::Path::from(key), bytes.to_vec().into()))
-        .unwrap();
 }
 
 /// Requests and bytes since `before`.
@@ -329,7 +308,7 @@ fn s3_signed_ranges_equal_the_object() {
     let Some(servers) = servers() else { return };
     let key = format!("ranges/{}", unique("s3"));
     let data = pseudo_random_bytes(5, 2_000_000);
-    s3_put(servers, &key, &data);
+    servers.s3_put(&key, &data);
     let url = format!("s3://{}/{key}", servers.s3_bucket);
     let source =
         RemoteSource::open(&url, &s3_options(servers, &servers.s3_secret_access_key)).unwrap();
@@ -352,7 +331,7 @@ fn s3_reads_the_aws_environment() {
         return;
     }
     let key = format!("env/{}", unique("s3-env"));
-    s3_put(servers, &key, b"hello, environment");
+    servers.s3_put(&key, b"hello, environment");
     let url = format!("s3://{}/{key}", servers.s3_bucket);
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "s3_reads_the_aws_environment", "--nocapture"])
@@ -434,11 +413,11 @@ fn a_replaced_object_is_an_error_never_a_mix() {
 
     // S3: the ETag is the content's MD5.
     let key = format!("replaced/{}", unique("s3"));
-    s3_put(servers, &key, &data);
+    servers.s3_put(&key, &data);
     let url = format!("s3://{}/{key}", servers.s3_bucket);
     let source =
         RemoteSource::open(&url, &s3_options(servers, &servers.s3_secret_access_key)).unwrap();
-    s3_put(servers, &key, &pseudo_random_bytes(8, 200_000));
+    servers.s3_put(&key, &pseudo_random_bytes(8, 200_000));
     let error = source.bytes_at(0, 1000, "after").unwrap_err();
     assert!(
         matches!(remote_error(&error), RemoteError::Changed { .. }),
@@ -482,7 +461,7 @@ fn a_server_without_etags_is_pinned_by_size_and_time() {
 fn a_wrong_secret_is_refused_without_showing_it() {
     let Some(servers) = servers() else { return };
     let key = format!("secret/{}", unique("s3"));
-    s3_put(servers, &key, b"guarded");
+    servers.s3_put(&key, b"guarded");
     let url = format!("s3://{}/{key}", servers.s3_bucket);
     let secret = "not-the-secret-5f3a9c";
     let error = RemoteSource::open(&url, &s3_options(servers, secret)).unwrap_err();
@@ -828,9 +807,9 @@ fn siblings_share_the_client_and_listing_needs_s3() {
 
     let prefix = format!("listed-{}", unique("dir"));
     for name in ["b.tar", "a.tar", "index.taridx"] {
-        s3_put(servers, &format!("{prefix}/{name}"), name.as_bytes());
+        servers.s3_put(&format!("{prefix}/{name}"), name.as_bytes());
     }
-    s3_put(servers, &format!("{prefix}/sub/deeper.tar"), b"not beside");
+    servers.s3_put(&format!("{prefix}/sub/deeper.tar"), b"not beside");
     let options = s3_options(servers, &servers.s3_secret_access_key);
     let index = RemoteSource::open(
         &format!("s3://{}/{prefix}/index.taridx", servers.s3_bucket),

@@ -270,7 +270,9 @@ impl<S: Source> Dataset<S> {
         let rule = self.index.key_rule();
         let mut rows = Vec::new();
         let candidates = self.lookup(key);
-        self.prefetch_headers(&candidates);
+        // A sample's members are read after they are found: headers and
+        // payloads in one request per shard.
+        self.prefetch(&candidates);
         for row in candidates {
             if rule.split(&self.member_info(&row)?.name).key == key {
                 rows.push(row);
@@ -284,19 +286,30 @@ impl<S: Source> Dataset<S> {
     /// only those members' headers are read.
     pub fn find(&self, name: &str) -> Result<Option<Row>> {
         let name = String::from_utf8_lossy(crate::tar::normalize(name.as_bytes())).into_owned();
-        let split = self.index.key_rule().split(&name);
-        let candidates: Vec<Row> = self
-            .lookup(&split.key)
-            .into_iter()
-            .filter(|row| self.extension(row) == Some(split.extension.as_str()))
-            .collect();
-        self.prefetch_headers(&candidates);
+        let candidates = self.candidates(&name);
+        match candidates.as_slice() {
+            // The one candidate is almost always read next: its header and
+            // payload in one request.
+            [only] => self.prefetch(std::slice::from_ref(only)),
+            _ => self.prefetch_headers(&candidates),
+        }
         for row in candidates {
             if self.member_info(&row)?.name == name {
                 return Ok(Some(row));
             }
         }
         Ok(None)
+    }
+
+    /// The rows that may hold the member named `name`: those of its key
+    /// and extension, unchecked ([`Dataset::find`] reads their headers to
+    /// tell which one it is).
+    pub fn candidates(&self, name: &str) -> Vec<Row> {
+        let split = self.index.key_rule().split(name);
+        self.lookup(&split.key)
+            .into_iter()
+            .filter(|row| self.extension(row) == Some(split.extension.as_str()))
+            .collect()
     }
 
     /// Keeps only the rows of the `required` extensions, and only for

@@ -1,13 +1,14 @@
 //! `binfmt par4 ...`: look inside Parcode V4 files.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use binfmt::Format;
-use binfmt_parcode::{Chunk, Compression, ParFile};
+use binfmt_core::Source;
+use binfmt_parcode::{Chunk, ParFile};
 
 use crate::cmd::generic;
+use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
 /// Inspect and check Parcode V4 (PAR4) files; read the entries of a
@@ -19,44 +20,43 @@ pub enum Command {
     List(generic::ListArgs),
     Get(generic::GetArgs),
     Extract(generic::ExtractArgs),
-    Verify(VerifyArgs),
+    Verify(generic::VerifyArgs),
 }
 
 /// Print the chunk tree without decoding payloads (also `par4 inspect`).
 ///
 /// One line per chunk, indented by depth: offset, length, compression,
 /// payload size (after decompression, from the LZ4 size prefix) and number
-/// of children. A chunk referenced twice is printed once and then marked
-/// "shared".
+/// of children. A chunk reached twice (a graph, not a tree) is an error.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt par4 info data.par4\n  binfmt par4 inspect --json data.par4 | jq '.children | length'"
+    after_help = "Examples:\n  binfmt par4 info data.par4\n  binfmt par4 inspect --json data.par4 | jq '.children | length'\n  binfmt par4 info -v https://example.org/data.par4"
 )]
 pub struct InspectArgs {
-    /// The PAR4 file.
+    /// The PAR4 file, or its http(s):// or s3:// URL.
     file: PathBuf,
     /// Print the tree as nested JSON objects.
     #[arg(long)]
     json: bool,
-}
-
-/// Walk every chunk and decompress every payload.
-#[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  binfmt par4 verify data.par4")]
-pub struct VerifyArgs {
-    /// The PAR4 file.
-    file: PathBuf,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 pub fn run(command: &Command) -> CommandResult {
     let par4 = Some(Format::Par4);
     match command {
-        Command::Info(args) => inspect(args),
+        Command::Info(args) => args.remote.counted(|session| inspect(session, args)),
         Command::List(args) => generic::list(args, par4),
         Command::Get(args) => generic::get(args, par4),
         Command::Extract(args) => generic::extract(args, par4),
-        Command::Verify(args) => verify(args),
+        Command::Verify(args) => args.remote.counted(|session| verify(session, args)),
     }
+}
+
+/// A PAR4 file from a path or a URL, read by ranges.
+fn open(session: &Session, path: &Path) -> Result<ParFile<Box<dyn Source>>, String> {
+    let opened = session.source(path)?;
+    ParFile::new(opened.source).map_err(|error| output::about(path, error))
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -66,33 +66,22 @@ struct Node {
     compression: &'static str,
     stored_bytes: u64,
     payload_bytes: u64,
-    shared: bool,
     children: Vec<Node>,
 }
 
-fn compression_name(compression: Compression) -> &'static str {
-    match compression {
-        Compression::None => "none",
-        Compression::Lz4 => "lz4",
-    }
-}
-
-/// The tree under `chunk`; a chunk already in `seen` is listed without its children.
-fn tree(chunk: Chunk<'_>, seen: &mut HashSet<(u64, u64)>) -> binfmt_parcode::Result<Node> {
-    let shared = !seen.insert((chunk.offset(), chunk.length()));
+/// The tree under `chunk`, walked (a chunk reached twice is an error;
+/// recursion is bounded by the reader's depth limit).
+fn tree(chunk: &Chunk<'_>) -> binfmt_parcode::error::Result<Node> {
     let mut children = Vec::new();
-    if !shared {
-        for child in chunk.children() {
-            children.push(tree(child?, seen)?);
-        }
+    for child in chunk.children()? {
+        children.push(tree(&child)?);
     }
     Ok(Node {
         offset: chunk.offset(),
         length: chunk.length(),
-        compression: compression_name(chunk.compression()),
-        stored_bytes: chunk.stored_payload().len() as u64,
-        payload_bytes: chunk.payload_len()?,
-        shared,
+        compression: chunk.compression().name(),
+        stored_bytes: chunk.payload_len(),
+        payload_bytes: chunk.decompressed_len()?,
         children,
     })
 }
@@ -100,7 +89,7 @@ fn tree(chunk: Chunk<'_>, seen: &mut HashSet<(u64, u64)>) -> binfmt_parcode::Res
 fn render(node: &Node, depth: usize, text: &mut String) {
     let _ = writeln!(
         text,
-        "{:indent$}chunk @{} len {} {} payload {} B{}{}",
+        "{:indent$}chunk @{} len {} {} payload {} B{}",
         "",
         node.offset,
         node.length,
@@ -111,7 +100,6 @@ fn render(node: &Node, depth: usize, text: &mut String) {
         } else {
             format!(", {} children", node.children.len())
         },
-        if node.shared { " (shared)" } else { "" },
         indent = depth * 2
     );
     for child in &node.children {
@@ -119,16 +107,18 @@ fn render(node: &Node, depth: usize, text: &mut String) {
     }
 }
 
-fn inspect(args: &InspectArgs) -> CommandResult {
-    let failed = |error: binfmt_parcode::ParError| output::about(&args.file, error);
-    let file = ParFile::open(&args.file).map_err(failed)?;
-    let root = tree(file.root().map_err(failed)?, &mut HashSet::new()).map_err(failed)?;
+fn inspect(session: &Session, args: &InspectArgs) -> CommandResult {
+    let file = open(session, &args.file)?;
+    let root = file
+        .root()
+        .and_then(|root| tree(&root.walking()?))
+        .map_err(|error| output::about(&args.file, error))?;
     if args.json {
         output::print_json(&root)?;
     } else {
         let mut text = format!(
             "{}: PAR4 version 4, {} bytes\n",
-            args.file.display(),
+            output::escape(&args.file.display().to_string()),
             file.file_size()
         );
         render(&root, 0, &mut text);
@@ -137,14 +127,13 @@ fn inspect(args: &InspectArgs) -> CommandResult {
     Ok(Status::Success)
 }
 
-fn verify(args: &VerifyArgs) -> CommandResult {
-    let failed = |error: binfmt_parcode::ParError| output::about(&args.file, error);
-    let summary = ParFile::open(&args.file)
-        .and_then(|file| file.verify())
-        .map_err(failed)?;
+fn verify(session: &Session, args: &generic::VerifyArgs) -> CommandResult {
+    let summary = open(session, &args.file)?
+        .verify()
+        .map_err(|error| output::about(&args.file, error))?;
     output::print(&format!(
         "{}: ok, {} chunks, {} payload bytes\n",
-        args.file.display(),
+        output::escape(&args.file.display().to_string()),
         summary.chunks,
         summary.payload_bytes
     ))?;
