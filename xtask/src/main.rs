@@ -2,12 +2,15 @@
 //!
 //! - `fixtures`: remakes `fixtures/generated/`, small files of every format
 //!   and dialect written by this project's writers (see [`xtask::fixtures`]).
-//! - `bench [arcx|kast|par4|taridx] [--scale]`: this project's code next to
-//!   the reference implementations, every format whose reference is
-//!   installed (or one), printed as one table: sides interleaved run by
-//!   run after warming the page cache, medians with their spread, and each
-//!   operation's machine limit (a minimal program, [`limits`]); `--scale`
-//!   adds each main operation at 10x and 100x its size.
+//! - `bench [arcx|kast|par4|taridx|remote|python] [--scale]`: this
+//!   project's code next to the reference implementations, every format
+//!   whose reference is installed (or one), printed as one table: sides
+//!   interleaved run by run after warming the page cache, medians with
+//!   their spread, and each operation's machine limit (a minimal program,
+//!   [`limits`]); `--scale` adds each main operation at 10x and 100x its
+//!   size. `bench python` builds the Python package and times
+//!   `binfmt.kastore` against the `kastore` package and
+//!   `binfmt.taridx.Dataset` against `wids`.
 //! - `fuzz --seconds N [TARGET...]`: the libFuzzer targets of `fuzz/`.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
@@ -21,6 +24,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod bench;
 mod bench_arcx;
 mod bench_par4;
+mod bench_python;
 mod bench_remote;
 mod fuzz;
 mod limits;
@@ -92,6 +96,9 @@ enum BenchFormat {
     Kast,
     Par4,
     Taridx,
+    /// The Python package against the `kastore` package and `wids` (only
+    /// when asked for: it builds the package in release mode first).
+    Python,
     /// Reading over HTTP from the test nginx (`bash .ci/servers start`).
     Remote,
 }
@@ -136,6 +143,9 @@ fn bench(
     arcx: &Path,
 ) -> Result<(), String> {
     let (python, dir) = (settings.python.as_path(), settings.dir.as_path());
+    if only == Some(BenchFormat::Python) {
+        return bench_python::run(workspace_root(), python, &dir.join("python"));
+    }
     let mut report = report::Report::default();
     let formats = only.map_or_else(
         || {
@@ -162,7 +172,7 @@ fn bench(
             BenchFormat::Arcx => {
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
-            BenchFormat::Par4 => None,
+            BenchFormat::Par4 | BenchFormat::Python => None,
             BenchFormat::Remote => {
                 if !arcx.exists() {
                     Some(format!("no arcx 0.3.0 at {}", arcx.display()))
@@ -189,6 +199,7 @@ fn bench(
             (BenchFormat::Taridx, None) => {}
             (BenchFormat::Arcx, _) => bench_arcx::run(settings, arcx, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
+            (BenchFormat::Python, _) => {}
             (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
         }
     }

@@ -348,15 +348,47 @@ impl ByteSource {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let (mut file, len) = open_regular(path)?;
-        if len > 0
-            && let Ok(map) = map_read_only(&file)
-        {
-            return Ok(Self {
-                bytes: Bytes::Mapped(map),
-                path: path.to_owned(),
+        match Self::try_map(&file, len, path) {
+            Some(mapped) => Ok(mapped),
+            None => Self::read_from(&mut file, path),
+        }
+    }
+
+    /// Maps a file that is already open (a descriptor handed over by a
+    /// caller), whatever its position; `name` is used in error messages.
+    /// Anything but a regular file is refused. The position is left alone,
+    /// also when mapping fails and the file is read instead (by offset).
+    pub fn from_file(file: File, name: impl AsRef<Path>) -> Result<Self> {
+        let name = name.as_ref();
+        let metadata = file.metadata().with_path(name)?;
+        if !metadata.is_file() {
+            return Err(Error::NotRegularFile {
+                path: name.to_owned(),
+                kind: file_kind(&metadata),
             });
         }
-        Self::read_from(&mut file, path)
+        let len = metadata.len();
+        if let Some(mapped) = Self::try_map(&file, len, name) {
+            return Ok(mapped);
+        }
+        let source = FileSource {
+            file,
+            path: name.to_owned(),
+            len,
+        };
+        Ok(Self::from_vec(read_vec_at(&source, 0, len, "file")?, name))
+    }
+
+    /// The map of a non-empty regular file, if mapping works.
+    fn try_map(file: &File, len: u64, path: &Path) -> Option<Self> {
+        if len == 0 {
+            return None;
+        }
+        let map = map_read_only(file).ok()?;
+        Some(Self {
+            bytes: Bytes::Mapped(map),
+            path: path.to_owned(),
+        })
     }
 
     /// Reads the regular file at `path` into memory without mapping it.
@@ -600,6 +632,27 @@ mod tests {
         file.write_all(contents).unwrap();
         file.flush().unwrap();
         file
+    }
+
+    #[test]
+    fn open_files_are_mapped_whatever_their_position() {
+        let file = temp_file(b"hello, map");
+        let mut opened = File::open(file.path()).unwrap();
+        opened.seek(SeekFrom::Start(3)).unwrap();
+        let source = ByteSource::from_file(opened.try_clone().unwrap(), "handed over").unwrap();
+        assert!(source.is_mapped());
+        assert_eq!(&*source, b"hello, map");
+        assert_eq!(source.path(), Path::new("handed over"));
+        assert_eq!(opened.stream_position().unwrap(), 3);
+        let dir = tempfile::tempdir().unwrap();
+        let directory = File::open(dir.path()).unwrap();
+        assert!(matches!(
+            ByteSource::from_file(directory, "dir"),
+            Err(Error::NotRegularFile {
+                kind: "a directory",
+                ..
+            })
+        ));
     }
 
     #[test]

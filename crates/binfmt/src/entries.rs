@@ -99,8 +99,10 @@ pub(crate) fn check_names_carry(file: &str, entries: &[Entry]) -> Result<()> {
     Ok(())
 }
 
-/// A file of any supported format, seen as named entries.
-pub trait EntrySource {
+/// A file of any supported format, seen as named entries. Sources and their
+/// entry streams can move between threads (the Python package reads them
+/// with the interpreter lock released).
+pub trait EntrySource: Send + Sync {
     /// The file's format.
     fn format(&self) -> Format;
     /// What the file is called in messages: its path or URL.
@@ -109,7 +111,7 @@ pub trait EntrySource {
     fn list(&self) -> Result<Vec<Entry>>;
     /// The entry called `name`, as a stream; the format's checks of its
     /// bytes run as it is read, the last one when it ends.
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>>;
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>>;
     /// Checks everything the format can check.
     fn verify(&self) -> Result<()>;
 
@@ -470,7 +472,7 @@ impl EntrySource for ArcxEntries {
             .collect())
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         match self.archive.find(name) {
             Some(file) => Ok(Box::new(self.archive.reader_for(file))),
             None => Err(Error::NotFound {
@@ -570,7 +572,7 @@ impl<S: binfmt_core::Source> EntrySource for KastEntries<S> {
             .collect())
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         Ok(Box::new(self.item(name)?.reader().in_file(&self.file)?))
     }
 
@@ -649,7 +651,7 @@ impl EntrySource for Par4Entries {
         let mut entries: Vec<Entry> = self
             .map()?
             .value_lens()
-            .map_err(|error| self.no_entries(&error))?
+            .in_file(&self.file)?
             .into_iter()
             .map(|(name, size)| Entry::new(name, size))
             .collect();
@@ -657,7 +659,7 @@ impl EntrySource for Par4Entries {
         Ok(entries)
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         match self.map()?.reader(name).in_file(&self.file)? {
             Some(reader) => Ok(Box::new(reader)),
             None => Err(Error::NotFound {
@@ -867,7 +869,7 @@ impl EntrySource for FoldEntries {
             .collect()
     }
 
-    fn open(&self, name: &str) -> Result<Box<dyn Read + '_>> {
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         let row = self
             .dataset
             .find(name)

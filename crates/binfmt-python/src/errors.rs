@@ -1,0 +1,260 @@
+//! Rust errors as Python exceptions.
+//!
+//! Every exception carries the Rust error's message (what is wrong, in which
+//! file, where). The class says what kind of failure it is:
+//!
+//! | failure | exception |
+//! |---|---|
+//! | I/O with an OS error code | `OSError` with `errno`, `strerror` and `filename`, so Python picks the subclass (`FileNotFoundError`, `PermissionError`, ...) |
+//! | a directory where a file was expected | `IsADirectoryError` |
+//! | another non-regular file (FIFO, device) where a file is needed | `OSError` |
+//! | an exception raised by a Python file object while Rust read or wrote through it | that exception, unchanged |
+//! | no entry of that name | `KeyError` |
+//! | kastore: no bytes at all | `EOFError` |
+//! | kastore: major version too old / too new | `VersionTooOldError` / `VersionTooNewError` |
+//! | kastore: anything else wrong with a file | `FileFormatError` |
+//! | kastore writing: an empty, repeated or ragged input | `ValueError` |
+//! | any other format error | `binfmt.BinfmtError` |
+
+use std::error::Error as StdError;
+use std::io;
+use std::path::Path;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{
+    PyEOFError, PyException, PyIsADirectoryError, PyKeyError, PyOSError, PyValueError,
+};
+use pyo3::prelude::*;
+
+use binfmt_kastore::KastError;
+
+create_exception!(
+    binfmt,
+    BinfmtError,
+    PyException,
+    "A file is not what its format requires, or could not be handled: the message names the file, what is wrong and where."
+);
+create_exception!(
+    binfmt.kastore,
+    KastoreException,
+    BinfmtError,
+    "Superclass of all exceptions defined in kastore."
+);
+create_exception!(
+    binfmt.kastore,
+    FileFormatError,
+    KastoreException,
+    "An error was detected in the file format."
+);
+create_exception!(
+    binfmt.kastore,
+    VersionTooOldError,
+    KastoreException,
+    "File version is too old. Please upgrade using the 'kastore upgrade' command line utility."
+);
+create_exception!(
+    binfmt.kastore,
+    VersionTooNewError,
+    KastoreException,
+    "File version is too new. Please upgrade your kastore library version if you wish to read this file."
+);
+create_exception!(
+    binfmt.kastore,
+    StoreClosedError,
+    KastoreException,
+    "The store has been closed and cannot be accessed."
+);
+
+/// Adds the exception classes to the module.
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add("BinfmtError", py.get_type::<BinfmtError>())?;
+    module.add("KastoreException", py.get_type::<KastoreException>())?;
+    module.add("FileFormatError", py.get_type::<FileFormatError>())?;
+    module.add("VersionTooOldError", py.get_type::<VersionTooOldError>())?;
+    module.add("VersionTooNewError", py.get_type::<VersionTooNewError>())?;
+    module.add("StoreClosedError", py.get_type::<StoreClosedError>())?;
+    Ok(())
+}
+
+/// Which exception a format error that is not I/O becomes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Family {
+    /// kastore: `FileFormatError`.
+    Kastore,
+    /// Everything else: `binfmt.BinfmtError`.
+    Binfmt,
+}
+
+impl Family {
+    fn format_error(self, message: String) -> PyErr {
+        match self {
+            Self::Kastore => FileFormatError::new_err(message),
+            Self::Binfmt => BinfmtError::new_err(message),
+        }
+    }
+}
+
+/// A kastore error as a Python exception.
+pub(crate) fn kast(error: KastError) -> PyErr {
+    let message = error.to_string();
+    match error {
+        KastError::Empty => PyEOFError::new_err(message),
+        KastError::VersionTooOld { .. } => VersionTooOldError::new_err(message),
+        KastError::VersionTooNew { .. } => VersionTooNewError::new_err(message),
+        KastError::EmptyKeyInput
+        | KastError::DuplicateKeyInput { .. }
+        | KastError::RaggedArray { .. }
+        | KastError::TooManyItemsToWrite { .. }
+        | KastError::ShortArray { .. } => PyValueError::new_err(message),
+        KastError::KeyNotFound { key } => PyKeyError::new_err(key),
+        other => classify(&other, message, Family::Kastore),
+    }
+}
+
+/// Any other error of the workspace as a Python exception.
+pub(crate) fn binfmt(error: &(dyn StdError + 'static)) -> PyErr {
+    classify(error, error.to_string(), Family::Binfmt)
+}
+
+/// Walks `error`'s chain of causes for what decides the exception class
+/// (an I/O failure, a missing entry, a directory); a format error otherwise.
+fn classify(error: &(dyn StdError + 'static), message: String, family: Family) -> PyErr {
+    let mut layer: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(current) = layer {
+        if let Some(found) = decisive(current, &message) {
+            return found;
+        }
+        layer = match current.downcast_ref::<io::Error>() {
+            // `io::Error::other(inner)`: its source is not the inner error.
+            Some(io_error) => io_error.get_ref().map(|inner| inner as _),
+            None => current.source(),
+        };
+    }
+    family.format_error(message)
+}
+
+/// The exception `layer` decides on, if it decides one.
+fn decisive(layer: &(dyn StdError + 'static), message: &str) -> Option<PyErr> {
+    // Format errors carry core errors transparently: their `source()` skips
+    // the core error, so it is looked at here.
+    let core = layer
+        .downcast_ref::<binfmt_core::Error>()
+        .or_else(|| match layer.downcast_ref::<KastError>() {
+            Some(KastError::Core(core)) => Some(core),
+            _ => None,
+        })
+        .or_else(|| match layer.downcast_ref::<binfmt_arcx::ArcxError>() {
+            Some(binfmt_arcx::ArcxError::Core(core)) => Some(core),
+            _ => None,
+        })
+        .or_else(|| match layer.downcast_ref::<binfmt_parcode::ParError>() {
+            Some(binfmt_parcode::ParError::Core(core)) => Some(core),
+            _ => None,
+        })
+        .or_else(
+            || match layer.downcast_ref::<binfmt_taridx::TaridxError>() {
+                Some(binfmt_taridx::TaridxError::Core(core)) => Some(core),
+                _ => None,
+            },
+        );
+    if let Some(core) = core.map(binfmt_core::Error::innermost) {
+        return match core {
+            binfmt_core::Error::Io { path, source } => Some(io_error(source, Some(path), message)),
+            binfmt_core::Error::NotRegularFile { path, kind } => {
+                Some(not_regular(path, kind, message))
+            }
+            _ => None,
+        };
+    }
+    if let Some(io_error) = layer.downcast_ref::<io::Error>() {
+        if let Some(python) = io_error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<PyErr>())
+        {
+            return Some(Python::attach(|py| python.clone_ref(py)));
+        }
+        if io_error.get_ref().is_none() {
+            return Some(self::io_error(io_error, None, message));
+        }
+        return None;
+    }
+    if let Some(binfmt::Error::NotFound { name, .. }) = layer.downcast_ref::<binfmt::Error>() {
+        return Some(PyKeyError::new_err(name.clone()));
+    }
+    if let Some(KastError::Empty) = layer.downcast_ref::<KastError>() {
+        return Some(PyEOFError::new_err(message.to_owned()));
+    }
+    None
+}
+
+/// An I/O error: `OSError(errno, strerror, filename)` when it has an OS
+/// error code (Python then picks the subclass and words it as it words its
+/// own), `OSError(message)` otherwise.
+pub(crate) fn io_error(error: &io::Error, path: Option<&Path>, message: &str) -> PyErr {
+    if let Some(python) = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<PyErr>())
+    {
+        return Python::attach(|py| python.clone_ref(py));
+    }
+    let Some(code) = os_code(error) else {
+        return PyOSError::new_err(message.to_owned());
+    };
+    let strerror = io::Error::from_raw_os_error(code).to_string();
+    let strerror = match strerror.rfind(" (os error ") {
+        Some(end) => strerror.get(..end).unwrap_or(&strerror).to_owned(),
+        None => strerror,
+    };
+    match path {
+        Some(path) => PyOSError::new_err((code, strerror, path.display().to_string())),
+        None => PyOSError::new_err((code, strerror)),
+    }
+}
+
+/// The OS error code of `error`, or of an I/O error it wraps (temporary
+/// files wrap theirs with the path).
+fn os_code(error: &io::Error) -> Option<i32> {
+    if let Some(code) = error.raw_os_error() {
+        return Some(code);
+    }
+    let mut layer: Option<&(dyn StdError + 'static)> = error.get_ref().map(|inner| inner as _);
+    while let Some(current) = layer {
+        if let Some(code) = current
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::raw_os_error)
+        {
+            return Some(code);
+        }
+        layer = current.source();
+    }
+    // Some wrappers hide the code but keep the kind: the codes of the kinds
+    // Python has subclasses for (the same numbers on Linux and macOS).
+    match error.kind() {
+        io::ErrorKind::NotFound => Some(2),
+        io::ErrorKind::PermissionDenied => Some(13),
+        io::ErrorKind::AlreadyExists => Some(17),
+        io::ErrorKind::NotADirectory => Some(20),
+        io::ErrorKind::IsADirectory => Some(21),
+        _ => None,
+    }
+}
+
+fn not_regular(path: &Path, kind: &str, message: &str) -> PyErr {
+    if kind == "a directory" {
+        // EISDIR, the code `open` fails with on a directory.
+        const EISDIR: i32 = 21;
+        return PyIsADirectoryError::new_err((
+            EISDIR,
+            message.to_owned(),
+            path.display().to_string(),
+        ));
+    }
+    PyOSError::new_err(message.to_owned())
+}
+
+/// A Python exception carried through Rust I/O (a Python file object's
+/// `read` or `write` failed).
+pub(crate) fn python_in_io(error: PyErr) -> io::Error {
+    io::Error::other(error)
+}

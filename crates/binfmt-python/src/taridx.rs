@@ -1,0 +1,517 @@
+//! TARIDX datasets for Python: `binfmt.taridx` is built on this.
+//!
+//! [`NativeDataset`] is a [`binfmt_taridx::Dataset`] (an index with its
+//! shards, opened lazily with a bounded number kept open) seen as samples:
+//! sample `i` is its key, its shard, and each member's extension with its
+//! bytes: a copy (`bytes`), or a read-only view of the mapped shard with
+//! no copy, kept alive by the view. Every member's tar header is checked
+//! against its row before its bytes are handed out. [`sample_order`] gives
+//! the deterministic epoch orders of the sampler.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use binfmt_core::Source;
+use binfmt_core::layout::IntoBytes;
+use binfmt_taridx::{
+    Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
+};
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyMemoryView};
+
+use crate::kastore::view;
+use crate::{errors, remote};
+
+/// Adds the TARIDX classes and functions to the module.
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<NativeDataset>()?;
+    module.add_class::<MemberBytes>()?;
+    module.add_class::<NativeIndex>()?;
+    module.add_function(wrap_pyfunction!(taridx_index, module)?)?;
+    module.add_function(wrap_pyfunction!(taridx_index_fold, module)?)?;
+    module.add_function(wrap_pyfunction!(sample_order, module)?)?;
+    Ok(())
+}
+
+fn taridx_error(error: binfmt_taridx::TaridxError) -> PyErr {
+    errors::binfmt(&error)
+}
+
+fn key_rule(name: &str) -> PyResult<KeyRule> {
+    match name {
+        "glzn" => Ok(KeyRule::Glzn),
+        "webdataset" => Ok(KeyRule::WebDataset),
+        other => Err(PyValueError::new_err(format!(
+            "unknown key rule {other:?}: \"glzn\" or \"webdataset\""
+        ))),
+    }
+}
+
+fn index_options(rule: &str, jobs: Option<usize>) -> PyResult<IndexOptions> {
+    Ok(IndexOptions::new().key_rule(key_rule(rule)?).jobs(jobs))
+}
+
+/// Indexes `shards` (fid = position in the list) into `out`, atomically.
+#[pyfunction]
+#[pyo3(signature = (shards, out, key_rule = "glzn", jobs = None))]
+fn taridx_index(
+    py: Python<'_>,
+    shards: Vec<PathBuf>,
+    out: PathBuf,
+    key_rule: &str,
+    jobs: Option<usize>,
+) -> PyResult<()> {
+    let options = index_options(key_rule, jobs)?;
+    py.detach(|| binfmt_taridx::write_index(&shards, &out, options, || {}))
+        .map_err(taridx_error)
+}
+
+/// Indexes the shards `ROOT/FOLD_*.tar` into `ROOT/FOLD.taridx`; returns
+/// its path.
+#[pyfunction]
+#[pyo3(signature = (root, fold, key_rule = "glzn", jobs = None))]
+fn taridx_index_fold(
+    py: Python<'_>,
+    root: PathBuf,
+    fold: &str,
+    key_rule: &str,
+    jobs: Option<usize>,
+) -> PyResult<PathBuf> {
+    let options = index_options(key_rule, jobs)?;
+    py.detach(|| binfmt_taridx::index_fold(&root, fold, options, || {}))
+        .map_err(taridx_error)
+}
+
+/// A TARIDX index file, checked when opened (header and blocks; rows are
+/// checked by `verify`).
+#[pyclass(frozen, module = "binfmt.taridx", name = "_NativeIndex")]
+#[derive(Debug)]
+pub struct NativeIndex {
+    index: Index<Box<dyn Source>>,
+}
+
+#[pymethods]
+impl NativeIndex {
+    /// Opens the index at `location`: a path (mapped) or an `http://`,
+    /// `https://` or `s3://` URL (header and blocks fetched).
+    #[new]
+    fn new(py: Python<'_>, location: String) -> PyResult<Self> {
+        let index = remote::detach(py, || -> Result<_, remote::BoxError> {
+            Ok(Index::new(remote::open_source(&location, true)?)?)
+        })?
+        .map_err(|error| errors::binfmt(&*error))?;
+        Ok(Self { index })
+    }
+
+    /// `(major, minor)`.
+    #[getter]
+    fn version(&self) -> (u16, u16) {
+        self.index.version()
+    }
+
+    /// The number of rows (members).
+    #[getter]
+    fn num_rows(&self) -> u64 {
+        self.index.num_rows()
+    }
+
+    /// The extensions, in extension-id order.
+    #[getter]
+    fn extensions(&self) -> Vec<String> {
+        self.index.extensions().to_vec()
+    }
+
+    /// `"glzn"` or `"webdataset"`.
+    #[getter]
+    fn key_rule(&self) -> &'static str {
+        self.index.key_rule().name()
+    }
+
+    /// Whether each sample's rows are one run.
+    #[getter]
+    fn is_contiguous(&self) -> bool {
+        self.index.is_contiguous()
+    }
+
+    /// The crash stems: keys whose hash another key already has, in crash-id
+    /// order (crash id 1 first).
+    fn crash_stems(&self) -> Vec<String> {
+        self.index.crash_stems().map(str::to_owned).collect()
+    }
+
+    /// The rows' 32-byte records as a uint8 array: of the mapped index
+    /// itself (read-only, no copy; it keeps the index alive), or a copy when
+    /// the index is not in memory.
+    fn row_bytes<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        match slf.get().index.rows_in_memory() {
+            Some(rows) => view::<u8>(py, rows.as_bytes(), slf.as_any()),
+            None => {
+                let rows = slf.get().index.rows().map_err(taridx_error)?;
+                Ok(PyArray1::from_slice(py, rows.as_bytes()).into_any())
+            }
+        }
+    }
+
+    /// Checks every row (and, with `shards` in fid order, every row against
+    /// its tar header); returns the payload bytes.
+    #[pyo3(signature = (shards = None))]
+    fn verify(&self, py: Python<'_>, shards: Option<Vec<PathBuf>>) -> PyResult<u64> {
+        remote::detach(py, || {
+            let files = shards.map(ShardFiles::new);
+            self.index.verify(
+                files
+                    .as_ref()
+                    .map(|files| files as &dyn binfmt_taridx::ShardSet),
+            )
+        })?
+        .map_err(taridx_error)
+    }
+}
+
+/// The payload of one member in a mapped shard: the base object of its
+/// zero-copy views, keeping the shard's map alive.
+#[pyclass(frozen, module = "binfmt.taridx", name = "_MemberBytes")]
+#[derive(Debug)]
+pub struct MemberBytes {
+    reader: MemberReader,
+}
+
+/// One member of a sample: its name and its bytes (a copy, or the member
+/// itself in a mapped shard).
+enum Payload {
+    Copied(String, Vec<u8>),
+    Mapped(MemberReader),
+}
+
+/// An index with its shards (local files, or objects beside a remote
+/// index), as samples.
+#[pyclass(frozen, module = "binfmt.taridx", name = "_NativeDataset")]
+#[derive(Debug)]
+pub struct NativeDataset {
+    dataset: Dataset<Box<dyn Source>>,
+    /// Sample number by `(keyhash, crashid)`, once a lookup asks.
+    by_key: OnceLock<HashMap<(u64, u32), usize>>,
+}
+
+impl NativeDataset {
+    /// Shard `fid`'s path or URL.
+    fn shard_name(&self, fid: u16) -> String {
+        self.dataset.shards().set().name(fid).display().to_string()
+    }
+
+    fn rows(&self, index: usize) -> PyResult<&[Row]> {
+        self.dataset
+            .sample(index)
+            .map_err(taridx_error)?
+            .ok_or_else(|| PyIndexError::new_err(format!("sample {index} out of range")))
+    }
+
+    /// Reads the members of `rows` (headers checked), with the GIL released.
+    fn read(&self, py: Python<'_>, rows: &[Row], zero_copy: bool) -> PyResult<Vec<Payload>> {
+        remote::detach(py, || {
+            // A remote shard fetches the sample in one request.
+            self.dataset.prefetch(rows);
+            rows.iter()
+                .map(|row| {
+                    let member = self.dataset.member(row)?;
+                    if zero_copy && member.as_slice().is_some() {
+                        return Ok(Payload::Mapped(member));
+                    }
+                    let name = member.name().to_owned();
+                    Ok(Payload::Copied(name, member.into_vec()?))
+                })
+                .collect::<binfmt_taridx::Result<Vec<_>>>()
+        })?
+        .map_err(taridx_error)
+    }
+
+    /// The sample dict of `rows`, in the `wids` style.
+    fn sample_dict<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        rows: &[Row],
+        zero_copy: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let payloads = self.read(py, rows, zero_copy)?;
+        let sample = PyDict::new(py);
+        let rule = self.dataset.index().key_rule();
+        let mut key = None;
+        for payload in payloads {
+            let (name, value) = match payload {
+                Payload::Copied(name, bytes) => (name, PyBytes::new(py, &bytes).into_any()),
+                Payload::Mapped(reader) => {
+                    let name = reader.name().to_owned();
+                    let owner = Bound::new(py, MemberBytes { reader })?;
+                    let bytes = owner.get().reader.as_slice().unwrap_or_default();
+                    let array = view::<u8>(py, bytes, owner.as_any())?;
+                    (name, PyMemoryView::from(&array)?.into_any())
+                }
+            };
+            key.get_or_insert_with(|| rule.split(&name).key);
+            sample.set_item(extension_of(&name), value)?;
+        }
+        sample.set_item("__key__", key.unwrap_or_default())?;
+        let shard = rows.first().map(|row| self.shard_name(row.fid.get()));
+        sample.set_item("__shard__", shard)?;
+        sample.set_item("__index__", index)?;
+        Ok(sample)
+    }
+}
+
+/// The extension of a member name as `wids` gives it: everything from the
+/// first `.` of its base name, the dot included.
+fn extension_of(name: &str) -> String {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    match base.find('.') {
+        Some(dot) => base.get(dot..).unwrap_or_default().to_owned(),
+        None => String::new(),
+    }
+}
+
+#[pymethods]
+impl NativeDataset {
+    /// Opens `index` with `shards` (in fid order), keeping only samples
+    /// that have every extension of `extensions` (and only those members).
+    /// An `http://`, `https://` or `s3://` index takes no shards: its
+    /// fold's shards are the objects beside it (`binfmt::open_dataset`).
+    #[new]
+    #[pyo3(signature = (index, shards, extensions, open_shards, map_shards))]
+    fn new(
+        py: Python<'_>,
+        index: String,
+        shards: Option<Vec<PathBuf>>,
+        extensions: Vec<String>,
+        open_shards: usize,
+        map_shards: bool,
+    ) -> PyResult<Self> {
+        let is_remote = binfmt::is_remote(&index);
+        if is_remote && shards.is_some() {
+            return Err(PyValueError::new_err(format!(
+                "{index}: a remote index's shards are the fold's objects beside it; pass no shards"
+            )));
+        }
+        let options = DatasetOptions::new()
+            .open_shards(open_shards.max(1))
+            .map_shards(map_shards);
+        let required: Vec<&str> = extensions.iter().map(String::as_str).collect();
+        let dataset = remote::detach(py, || -> Result<_, remote::BoxError> {
+            let mut dataset = match shards {
+                None if is_remote => binfmt::open_dataset(&index, &remote::open_options())?,
+                _ => {
+                    let source = remote::open_source(&index, true)?;
+                    let files = ShardFiles::new(shards.unwrap_or_default()).mapped(map_shards);
+                    Dataset::new(Index::new(source)?, files, options)?
+                }
+            };
+            dataset.filter_extensions(&required)?;
+            dataset.enforce_contiguous();
+            dataset.num_samples()?;
+            Ok(dataset)
+        })?
+        .map_err(|error| errors::binfmt(&*error))?;
+        Ok(Self {
+            dataset,
+            by_key: OnceLock::new(),
+        })
+    }
+
+    /// The shards' paths (or URLs), in fid order.
+    fn shard_names(&self) -> Vec<String> {
+        let set = self.dataset.shards().set();
+        (0..set.count())
+            .filter_map(|fid| u16::try_from(fid).ok())
+            .map(|fid| set.name(fid).display().to_string())
+            .collect()
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.dataset.num_samples().map_err(taridx_error)
+    }
+
+    /// Sample `index` as a dict: `__key__`, `__shard__`, `__index__`, and
+    /// one entry per member extension (`.jpg`, ...) holding its bytes.
+    #[pyo3(signature = (index, zero_copy = false))]
+    fn sample<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        zero_copy: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let rows = self.rows(index)?;
+        self.sample_dict(py, index, rows, zero_copy)
+    }
+
+    /// The sample whose key is `key`, or None.
+    #[pyo3(signature = (key, zero_copy = false))]
+    fn lookup<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+        zero_copy: bool,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let by_key = self.by_key.get_or_init(|| {
+            (0..)
+                .map_while(|i| match self.dataset.sample(i) {
+                    Ok(Some(rows)) => Some((i, rows.first().map(Row::key))),
+                    _ => None,
+                })
+                .filter_map(|(i, key)| key.map(|key| (key, i)))
+                .collect()
+        });
+        let wanted = (
+            binfmt_taridx::keyhash(key),
+            self.dataset.index().crash_id(key),
+        );
+        let Some(&index) = by_key.get(&wanted) else {
+            return Ok(None);
+        };
+        let rows = self.rows(index)?;
+        let sample = self.sample_dict(py, index, rows, zero_copy)?;
+        // A different key with the same hash is not this key.
+        let found: Option<String> = sample
+            .get_item("__key__")?
+            .map(|k| k.extract())
+            .transpose()?;
+        Ok((found.as_deref() == Some(key)).then_some(sample))
+    }
+
+    /// The extensions the index knows.
+    fn extensions(&self) -> Vec<String> {
+        self.dataset.index().extensions().to_vec()
+    }
+
+    /// `"glzn"` or `"webdataset"`.
+    #[getter]
+    fn key_rule(&self) -> &'static str {
+        self.dataset.index().key_rule().name()
+    }
+
+    /// The shard of each sample's first member (its fid), as an array.
+    fn sample_shards<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u16>>> {
+        let count = self.dataset.num_samples().map_err(taridx_error)?;
+        let fids = (0..count)
+            .map(|i| {
+                self.rows(i)
+                    .map(|rows| rows.first().map_or(u16::MAX, |row| row.fid.get()))
+            })
+            .collect::<PyResult<Vec<u16>>>()?;
+        Ok(fids.into_pyarray(py))
+    }
+
+    /// How many shards are open now.
+    fn open_shard_count(&self) -> usize {
+        self.dataset.shards().open_count()
+    }
+
+    /// Checks the index and every row against its shard; returns the total
+    /// payload bytes.
+    fn verify(&self, py: Python<'_>) -> PyResult<u64> {
+        remote::detach(py, || self.dataset.verify())?.map_err(taridx_error)
+    }
+}
+
+/// SplitMix64: the generator behind [`sample_order`] (and the seeding of
+/// its state), fixed here so orders never change with a dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform number below `bound` (Lemire's multiply-shift with
+    /// rejection: no modulo bias).
+    fn below(&mut self, bound: u64) -> u64 {
+        loop {
+            let product = u128::from(self.next()) * u128::from(bound);
+            let low = product as u64;
+            if low >= bound.wrapping_neg() % bound {
+                return (product >> 64) as u64;
+            }
+        }
+    }
+
+    fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+}
+
+/// The order of `n` samples for one epoch: shuffled from `(seed, epoch)`
+/// (the same order on every machine and run), optionally by chunks —
+/// `chunks` gives the start of each run of samples to keep together
+/// (shard-local chunks): the chunks' order is shuffled, then the samples
+/// inside each chunk — then split for `rank` of `world_size`: every rank
+/// gets every `world_size`-th sample of the order, the order padded by its
+/// own start (or cut, with `drop_last`) to a multiple of `world_size`.
+#[pyfunction]
+#[pyo3(signature = (n, seed, epoch, shuffle, chunks, rank, world_size, drop_last))]
+#[allow(clippy::too_many_arguments)]
+fn sample_order<'py>(
+    py: Python<'py>,
+    n: usize,
+    seed: u64,
+    epoch: u64,
+    shuffle: bool,
+    chunks: Option<Vec<usize>>,
+    rank: usize,
+    world_size: usize,
+    drop_last: bool,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    if world_size == 0 || rank >= world_size {
+        return Err(PyValueError::new_err(format!(
+            "rank {rank} of world size {world_size}: need 0 <= rank < world_size"
+        )));
+    }
+    let order = py.detach(|| {
+        let mut rng = SplitMix64(seed ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut order: Vec<i64> = (0..n as i64).collect();
+        if shuffle {
+            match &chunks {
+                None => rng.shuffle(&mut order),
+                Some(starts) => {
+                    let mut bounds: Vec<usize> =
+                        starts.iter().copied().filter(|&s| s < n).collect();
+                    bounds.push(0);
+                    bounds.push(n);
+                    bounds.sort_unstable();
+                    bounds.dedup();
+                    let mut pieces: Vec<Vec<i64>> = bounds
+                        .windows(2)
+                        .map(|pair| match pair {
+                            [start, end] => (*start as i64..*end as i64).collect(),
+                            _ => Vec::new(),
+                        })
+                        .collect();
+                    rng.shuffle(&mut pieces);
+                    for piece in &mut pieces {
+                        rng.shuffle(piece);
+                    }
+                    order = pieces.concat();
+                }
+            }
+        }
+        let total = if drop_last {
+            n - n % world_size
+        } else {
+            n.div_ceil(world_size) * world_size
+        };
+        (0..total)
+            .skip(rank)
+            .step_by(world_size)
+            .filter_map(|i| order.get(i % n.max(1)).copied())
+            .collect::<Vec<i64>>()
+    });
+    Ok(order.into_pyarray(py))
+}

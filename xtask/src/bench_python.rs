@@ -1,0 +1,70 @@
+//! `cargo xtask bench python`: the Python package against the `kastore`
+//! package and against `wids`, each in one Python process.
+//!
+//! Builds the package (release) with the venv's maturin, installs it into
+//! the venv, and runs `crates/binfmt-python/bench/bench_kastore.py`
+//! (`binfmt.kastore.load` against `kastore.load`, both engines, on a 1 GiB
+//! file and on a 100,000-key file) and `bench_taridx.py`
+//! (`binfmt.taridx.Dataset` against `wids.ShardListDataset`), which print
+//! their own tables.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Builds, installs and runs the benchmark; `python` is the venv's
+/// interpreter, `dir` where the benchmark writes its files.
+pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<(), String> {
+    let bin = python
+        .parent()
+        .ok_or_else(|| format!("{}: not a venv's python", python.display()))?;
+    let wheels = dir.join("wheels");
+    let _ = std::fs::remove_dir_all(&wheels);
+    run_command(
+        Command::new(bin.join("maturin"))
+            .args(["build", "--release", "--quiet", "-m"])
+            .arg(root.join("crates/binfmt-python/Cargo.toml"))
+            .arg("-o")
+            .arg(&wheels)
+            .arg("-i")
+            .arg(python)
+            .env("PYO3_PYTHON", python),
+    )?;
+    let wheel = std::fs::read_dir(&wheels)
+        .map_err(|error| format!("{}: {error}", wheels.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+        .ok_or_else(|| format!("maturin wrote no wheel to {}", wheels.display()))?;
+    run_command(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--force-reinstall",
+                "--no-deps",
+            ])
+            .arg(&wheel),
+    )?;
+    std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    for bench in ["bench_kastore.py", "bench_taridx.py"] {
+        run_command(
+            Command::new(python)
+                .arg(root.join("crates/binfmt-python/bench").join(bench))
+                .arg("--dir")
+                .arg(dir),
+        )?;
+    }
+    Ok(())
+}
+
+fn run_command(command: &mut Command) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|error| format!("{:?}: {error}", command.get_program()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{:?} failed: {status}", command.get_program()))
+    }
+}
