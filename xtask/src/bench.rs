@@ -6,19 +6,35 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use binfmt_kastore::{ItemType, Store, Writer};
 use binfmt_tests::pseudo_random_bytes;
 
-use crate::report::{Report, median};
+use crate::limits;
+use crate::measure::{Side, Stats, interleave, q, side};
+use crate::report::{Report, Scaling};
 
 /// Samples of the taridx benchmark: three members each, 300,000 in all.
 const TARIDX_SAMPLES: usize = 100_000;
 const TARIDX_SHARDS: usize = 8;
+/// Interleaved rounds of each timing.
+const ROUNDS: usize = 5;
 
-pub fn taridx(python: &Path, glzn: &Path, dir: &Path, report: &mut Report) -> Result<(), String> {
-    let root = dir.join("taridx");
+/// What the benchmarks share: where they write, the Python with the
+/// references, and whether to run the scaling sizes.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub dir: PathBuf,
+    pub python: PathBuf,
+    pub scale: bool,
+}
+
+/// The iTar indexer and binfmt on the same fold, interleaved, next to the
+/// machine's floor (every header read in 1 MiB chunks and checksummed).
+pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(), String> {
+    let python = &settings.python;
+    let root = settings.dir.join("taridx");
     let first_shard = root.join("bench_0000.tar");
     if !first_shard.exists() {
         eprintln!(
@@ -37,11 +53,24 @@ pub fn taridx(python: &Path, glzn: &Path, dir: &Path, report: &mut Report) -> Re
             ],
         )?;
     }
-    let reference_out = dir.join("taridx-reference.taridx");
+    let shards = binfmt_taridx::fold_shards(&root, "bench").map_err(|e| e.to_string())?;
+    let reference_out = settings.dir.join("taridx-reference.taridx");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/taridx_bench.py");
-    let mut reference_runs = Vec::new();
-    let mut rows = 0;
-    for _ in 0..3 {
+    let rows = std::cell::Cell::new(0);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let index = |jobs: Option<usize>| {
+        let root = &root;
+        side(move || {
+            binfmt_taridx::index_fold(
+                root,
+                "bench",
+                binfmt_taridx::IndexOptions::new().jobs(jobs),
+                || {},
+            )
+            .map_err(|e| e.to_string())
+        })
+    };
+    let reference: Side<'_> = Box::new(|| {
         let value = run_python(
             python,
             &[
@@ -52,55 +81,165 @@ pub fn taridx(python: &Path, glzn: &Path, dir: &Path, report: &mut Report) -> Re
                 reference_out.as_os_str(),
             ],
         )?;
-        reference_runs.push(Duration::from_secs_f64(
+        rows.set(
+            value
+                .get("rows")
+                .and_then(serde_json::Value::as_u64)
+                .ok_or("no rows")?,
+        );
+        Ok(Duration::from_secs_f64(
             value
                 .get("seconds")
                 .and_then(serde_json::Value::as_f64)
                 .ok_or("no seconds")?,
-        ));
-        rows = value
-            .get("rows")
-            .and_then(serde_json::Value::as_u64)
-            .ok_or("no rows")?;
-    }
-    let reference = median(reference_runs);
+        ))
+    });
+    let shards_ref = &shards;
+    let mut sides = vec![
+        reference,
+        index(Some(1)),
+        index(None),
+        side(move || limits::tar_headers(shards_ref, 1)),
+        side(move || limits::tar_headers(shards_ref, cores)),
+    ];
+    let stats = interleave(ROUNDS, &[&root], &mut sides)?;
+    drop(sides);
+    let [theirs, one, all, limit_one, limit_all] =
+        <[Stats; 5]>::try_from(stats).map_err(|_| "five sides".to_owned())?;
+    let rows = rows.get();
     let operation =
         |threads: &str| format!("index {rows} members in {TARIDX_SHARDS} shards, {threads}");
-    for jobs in [Some(1), None] {
-        let mut runs = Vec::new();
-        for _ in 0..5 {
-            let start = Instant::now();
-            binfmt_taridx::index_fold(
-                &root,
-                "bench",
-                binfmt_taridx::IndexOptions::new().jobs(jobs),
-                || {},
-            )
-            .map_err(|e| e.to_string())?;
-            runs.push(start.elapsed());
-        }
-        let threads = if jobs.is_some() {
-            "1 thread"
-        } else {
-            "one thread per core"
-        };
-        report.time(
+    report
+        .compare(
             "taridx",
             "iTar indexer (Python)",
-            operation(threads),
-            median(runs),
-            reference,
-        );
-    }
+            operation("1 thread"),
+            &one,
+            &theirs,
+        )
+        .limit(&one, &limit_one);
+    report
+        .compare(
+            "taridx",
+            "iTar indexer (Python)",
+            operation(&format!("one thread per core ({cores})")),
+            &all,
+            &theirs,
+        )
+        .limit(&all, &limit_all);
     let ours = std::fs::read(root.join("bench.taridx")).map_err(|e| e.to_string())?;
-    let theirs = std::fs::read(&reference_out).map_err(|e| e.to_string())?;
-    if ours != theirs {
+    let reference_index = std::fs::read(&reference_out).map_err(|e| e.to_string())?;
+    if ours != reference_index {
         return Err("the two indexes differ".to_owned());
     }
     report.note(format!(
-        "taridx: both indexers wrote the same {} bytes.",
-        ours.len()
+        "taridx: both indexers wrote the same {} bytes; {cores} threads index {:.2}x as fast as 1 \
+         (the floor: {:.2}x). Limit: every header read with read() in 1 MiB chunks and its checksum checked.",
+        ours.len(),
+        one.median().as_secs_f64() / all.median().as_secs_f64(),
+        limit_one.median().as_secs_f64() / limit_all.median().as_secs_f64(),
     ));
+    let binfmt = crate::measure::binfmt_binary()?;
+    let rss = |command: String| crate::measure::peak_rss(&command);
+    let ours_rss = rss(format!(
+        "{} taridx index {} --fold bench",
+        q(&binfmt),
+        q(&root)
+    ))?;
+    let theirs_rss = rss(format!(
+        "{} {} {} bench {} {}",
+        q(python),
+        q(&script),
+        q(&root),
+        q(glzn),
+        q(&reference_out)
+    ))?;
+    report.megabytes(
+        "taridx",
+        "iTar indexer (Python)",
+        format!("peak RSS indexing {rows} members"),
+        ours_rss,
+        theirs_rss,
+    );
+    if settings.scale {
+        taridx_scaling(settings, &binfmt, report)?;
+    }
+    Ok(())
+}
+
+/// Indexing at 1x, 10x and 100x the members (shards written by binfmt's
+/// sample writer, on tmpfs when there is one), with peak memory.
+fn taridx_scaling(settings: &Settings, binfmt: &Path, report: &mut Report) -> Result<(), String> {
+    let base = crate::measure::tmpfs().unwrap_or_else(|| settings.dir.join("taridx-scale"));
+    let mut points = Vec::new();
+    let mut skipped = None;
+    for factor in [1u32, 10, 100] {
+        let samples = TARIDX_SAMPLES * factor as usize;
+        // Each sample is about 3.5 KiB of tar.
+        let needed = samples as u64 * 3584 * 12 / 10;
+        if crate::measure::free_bytes(&base) < needed {
+            skipped = Some(format!(
+                "{factor}x needs {:.1} GB free at {}",
+                needed as f64 / 1e9,
+                base.display()
+            ));
+            break;
+        }
+        let dir = base.join(format!("x{factor}"));
+        write_bench_fold(&dir, samples)?;
+        let stats = interleave(
+            3,
+            &[&dir],
+            &mut [side(|| {
+                binfmt_taridx::index_fold(&dir, "bench", binfmt_taridx::IndexOptions::new(), || {})
+                    .map_err(|e| e.to_string())
+            })],
+        )?;
+        points.push((factor, stats.first().map(Stats::median).unwrap_or_default()));
+        let rss = crate::measure::peak_rss(&format!(
+            "{} taridx index {} --fold bench",
+            q(binfmt),
+            q(&dir)
+        ))?;
+        report.note(format!(
+            "taridx scaling: {} members, peak RSS {:.0} MB.",
+            samples * 3,
+            rss as f64 / 1e6
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let _ = std::fs::remove_dir_all(&base);
+    report.scaling(Scaling {
+        format: "taridx",
+        operation: format!(
+            "index {} members x size, one thread per core",
+            TARIDX_SAMPLES * 3
+        ),
+        points,
+        skipped,
+    });
+    Ok(())
+}
+
+/// A fold `bench` of `samples` samples (jpg of 1000 bytes, json, cls) in
+/// [`TARIDX_SHARDS`] shards, as the Python writer makes them.
+fn write_bench_fold(dir: &Path, samples: usize) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(dir);
+    let per_shard = samples.div_ceil(TARIDX_SHARDS) as u64;
+    let options = binfmt_taridx::SampleWriterOptions::new().max_samples(per_shard);
+    let mut writer =
+        binfmt_taridx::SampleWriter::create(dir, "bench", options).map_err(|e| e.to_string())?;
+    let jpg = pseudo_random_bytes(1, 1000);
+    for i in 0..samples {
+        let json = format!("{{\"i\": {i}}}");
+        writer
+            .write(
+                &format!("{i:09}"),
+                &[("jpg", &jpg), ("json", json.as_bytes()), ("cls", b"7")],
+            )
+            .map_err(|e| e.to_string())?;
+    }
+    writer.finish().map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -125,26 +264,27 @@ fn run_python(python: &Path, args: &[&std::ffi::OsStr]) -> Result<serde_json::Va
 struct Case {
     name: &'static str,
     path: PathBuf,
-    repeats: usize,
 }
 
-pub fn kast(python: &Path, dir: &Path, report: &mut Report) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+/// binfmt's store reader (mapped, and reading the whole file) against
+/// Python kastore's C and Python engines (`load(read_all=True)`), next to
+/// `read()` of the file into fresh memory.
+pub fn kast(settings: &Settings, report: &mut Report) -> Result<(), String> {
+    let dir = settings.dir.join("kast");
+    let python = &settings.python;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let cases = [
         Case {
             name: "1 GiB, 16 arrays",
             path: dir.join("large.kas"),
-            repeats: 5,
         },
         Case {
             name: "100,000 small keys",
             path: dir.join("many_keys.kas"),
-            repeats: 5,
         },
         Case {
             name: "1 MiB, 16 arrays",
             path: dir.join("small.kas"),
-            repeats: 20,
         },
     ];
     eprintln!("writing benchmark files to {}", dir.display());
@@ -152,119 +292,103 @@ pub fn kast(python: &Path, dir: &Path, report: &mut Report) -> Result<(), String
     write_many_keys(&cases[1].path, 100_000)?;
     write_arrays(&cases[2].path, 16, 64 << 10)?;
 
-    let reference = "Python kastore";
     for case in &cases {
-        let ours = time_ours(&case.path, case.repeats, false)?;
-        let read_all = time_ours(&case.path, case.repeats, true)?;
-        let theirs = time_python(python, &case.path, case.repeats)?;
-        if ours.checksum != theirs.checksum || read_all.checksum != theirs.checksum {
-            return Err(format!(
-                "{}: checksums differ: {} / {} / {}",
-                case.name, ours.checksum, read_all.checksum, theirs.checksum
-            ));
+        let path = case.path.as_path();
+        let checksums = std::cell::RefCell::new(Vec::new());
+        let record = |sum: u64| checksums.borrow_mut().push(sum);
+        let mut sides: Vec<Side<'_>> = vec![
+            side(|| open_and_touch(path, false).map(record)),
+            side(|| open_and_touch(path, true).map(record)),
+            Box::new(|| {
+                time_python(python, path, "c").map(|(time, sum)| {
+                    record(sum);
+                    time
+                })
+            }),
+            Box::new(|| {
+                time_python(python, path, "python").map(|(time, sum)| {
+                    record(sum);
+                    time
+                })
+            }),
+            side(|| limits::read_all(path)),
+        ];
+        let stats = interleave(ROUNDS, &[path], &mut sides)?;
+        drop(sides);
+        let mut sums = checksums.into_inner();
+        sums.dedup();
+        if sums.len() != 1 {
+            return Err(format!("{}: checksums differ: {sums:?}", case.name));
         }
+        let [mapped, read_all, c, py, limit] =
+            <[Stats; 5]>::try_from(stats).map_err(|_| "five sides".to_owned())?;
         let name = case.name;
-        report.time(
+        let what = format!("{name}: open + touch every byte, both reading the whole file");
+        report
+            .compare("kast", "kastore C engine", &what, &read_all, &c)
+            .limit(&read_all, &limit);
+        report
+            .compare("kast", "kastore Python engine", &what, &read_all, &py)
+            .limit(&read_all, &limit);
+        report.compare(
             "kast",
-            reference,
-            format!("{name}: open (binfmt maps; kastore load read_all=True)"),
-            ours.open,
-            theirs.open,
-        );
-        report.time(
-            "kast",
-            reference,
-            format!("{name}: touch every byte after opening"),
-            ours.touch,
-            theirs.touch,
-        );
-        report.time(
-            "kast",
-            reference,
-            format!("{name}: open + touch, both reading the whole file"),
-            read_all.open + read_all.touch,
-            theirs.open + theirs.touch,
+            "kastore C engine",
+            format!("{name}: open + touch every byte, binfmt mapping the file"),
+            &mapped,
+            &c,
         );
     }
+    report.note(
+        "kast: kastore is Python kastore's load(read_all=True) with engine=\"c\" or \"python\", \
+         timed inside Python (no interpreter start); limit: read() of the file into fresh memory, then the same byte sum.",
+    );
     Ok(())
 }
 
-/// Median timings of opening a file and summing every array's bytes.
-struct Timing {
-    open: Duration,
-    touch: Duration,
-    checksum: u64,
+/// Opens a store (mapped, or read whole) and sums every array's bytes.
+fn open_and_touch(path: &Path, read_all: bool) -> Result<u64, String> {
+    let store = if read_all {
+        let source = binfmt_core::ByteSource::read(path).map_err(|e| e.to_string())?;
+        Store::new(source)
+    } else {
+        Store::open(path)
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(store
+        .items()
+        .map(|item| {
+            item.le_bytes()
+                .map(|bytes| bytes.iter().map(|&b| u64::from(b)).sum::<u64>())
+                .unwrap_or(0)
+        })
+        .sum())
 }
 
-/// Opening through a map costs microseconds, so it is timed over many
-/// more runs than touching the data.
-const MAPPED_OPENS: usize = 200;
-
-fn time_ours(path: &Path, repeats: usize, read_all: bool) -> Result<Timing, String> {
-    let open = || {
-        if read_all {
-            let source = binfmt_core::ByteSource::read(path).map_err(|e| e.to_string())?;
-            Store::new(source)
-        } else {
-            Store::open(path)
-        }
-        .map_err(|e| e.to_string())
-    };
-    let open_runs = if read_all { repeats } else { MAPPED_OPENS };
-    let mut opens = Vec::with_capacity(open_runs);
-    for _ in 0..open_runs {
-        let start = Instant::now();
-        let store = open()?;
-        opens.push(start.elapsed());
-        drop(store);
-    }
-    let mut touches = Vec::with_capacity(repeats);
-    let mut checksum = 0;
-    for _ in 0..repeats {
-        let store = open()?;
-        let start = Instant::now();
-        checksum = store
-            .items()
-            .map(|item| {
-                item.le_bytes()
-                    .map(|bytes| bytes.iter().map(|&b| u64::from(b)).sum::<u64>())
-                    .unwrap_or(0)
-            })
-            .sum();
-        touches.push(start.elapsed());
-    }
-    Ok(Timing {
-        open: median(opens),
-        touch: median(touches),
-        checksum,
-    })
-}
-
-fn time_python(python: &Path, path: &Path, repeats: usize) -> Result<Timing, String> {
+/// One load + touch by Python kastore's `engine`: its time and checksum.
+fn time_python(python: &Path, path: &Path, engine: &str) -> Result<(Duration, u64), String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/kastore_bench.py");
     let value = run_python(
         python,
         &[
             script.as_os_str(),
             path.as_os_str(),
-            repeats.to_string().as_ref(),
+            "1".as_ref(),
+            engine.as_ref(),
         ],
     )?;
     let seconds = |field: &str| {
         value
             .get(field)
             .and_then(serde_json::Value::as_f64)
-            .map(Duration::from_secs_f64)
             .ok_or(format!("python output lacks {field}"))
     };
-    Ok(Timing {
-        open: seconds("open")?,
-        touch: seconds("touch")?,
-        checksum: value
+    Ok((
+        Duration::from_secs_f64(seconds("open")? + seconds("touch")?),
+        value
             .get("checksum")
             .and_then(serde_json::Value::as_u64)
             .ok_or("python output lacks checksum")?,
-    })
+    ))
 }
 
 /// `count` arrays of `bytes` bytes each, cycling through the ten types.

@@ -1,252 +1,404 @@
 //! `cargo xtask bench arcx`: `binfmt arcx` next to the `arcx` 0.3.0 tool and
-//! `tar | zstd -3`, on the same generated corpus, in the same run, every
-//! tool run as a process.
+//! `tar | zstd -3 -T0`, on the same generated corpus, in the same run,
+//! every tool run as a process, interleaved round by round; each operation
+//! next to the machine's floor ([`crate::limits`]). Extraction writes into
+//! a fresh directory every run, on tmpfs and on disk.
 
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use binfmt_tests::pseudo_random_bytes;
 
-use crate::report::{Report, median};
+use crate::bench::Settings;
+use crate::limits;
+use crate::measure::{FreshDirs, Side, Stats, free_bytes, interleave, q, sh, shell, side, tmpfs};
+use crate::report::{Report, Scaling};
 
-/// About 200 MB: 10,000 source-like files, two large compressible files and
-/// one large incompressible file.
-fn make_corpus(root: &Path) -> Result<u64, String> {
+/// The small and the large file of the corpus that `get` benchmarks read.
+pub const SMALL: &str = "src/module_042/file_04242.rs";
+pub const LARGE: &str = "data/noise.bin";
+
+pub use crate::measure::binfmt_binary as release_binfmt;
+
+/// The bench corpus (one copy) under `dir`, written on first use.
+pub fn corpus(dir: &Path) -> Result<PathBuf, String> {
+    corpus_at(dir, 1)
+}
+
+/// The corpus at `factor` times its size under `dir/x{factor}`, written on
+/// first use.
+fn corpus_at(dir: &Path, factor: u32) -> Result<PathBuf, String> {
+    let corpus = dir.join(format!("x{factor}")).join("corpus");
+    if !corpus.exists() {
+        eprintln!("writing the corpus to {}", corpus.display());
+        make_corpus(&corpus, factor)?;
+    }
+    Ok(corpus)
+}
+
+/// Rounds of the slow operations and of `get`.
+const ROUNDS: usize = 5;
+const GET_ROUNDS: usize = 11;
+
+/// About 200 MB per copy: 10,000 source-like files, two large compressible
+/// files and one large incompressible file; `copies` copies side by side.
+fn make_corpus(root: &Path, copies: u32) -> Result<u64, String> {
     let io = |e: std::io::Error| e.to_string();
     let mut total = 0u64;
-    for i in 0..10_000u64 {
-        let dir = root.join(format!("src/module_{:03}", i / 100));
-        fs::create_dir_all(&dir).map_err(io)?;
-        let mut text = String::new();
-        for line in 0..(60 + i % 200) {
-            let _ = writeln!(
-                text,
-                "pub fn item_{i}_{line}(x: u64) -> u64 {{ x.wrapping_mul({}) ^ {} }}",
-                i * 31 + line,
-                line * 7 + i % 13
-            );
+    for copy in 0..copies {
+        let root = if copies == 1 {
+            root.to_path_buf()
+        } else {
+            root.join(format!("copy_{copy:03}"))
+        };
+        for i in 0..10_000u64 {
+            let dir = root.join(format!("src/module_{:03}", i / 100));
+            fs::create_dir_all(&dir).map_err(io)?;
+            let mut text = String::new();
+            for line in 0..(60 + i % 200) {
+                let _ = writeln!(
+                    text,
+                    "pub fn item_{i}_{line}(x: u64) -> u64 {{ x.wrapping_mul({}) ^ {} }}",
+                    i * 31 + line + u64::from(copy),
+                    line * 7 + i % 13
+                );
+            }
+            total += text.len() as u64;
+            fs::write(dir.join(format!("file_{i:05}.rs")), text).map_err(io)?;
         }
-        total += text.len() as u64;
-        fs::write(dir.join(format!("file_{i:05}.rs")), text).map_err(io)?;
-    }
-    fs::create_dir_all(root.join("data")).map_err(io)?;
-    for (name, rows) in [("events.csv", 1_000_000u64), ("metrics.csv", 900_000)] {
-        let mut text = String::with_capacity(45 << 20);
-        for row in 0..rows {
-            let _ = writeln!(
-                text,
-                "{row},user_{},{}.{},event_{}",
-                row % 977,
-                row % 1000,
-                row % 97,
-                row % 13
-            );
+        fs::create_dir_all(root.join("data")).map_err(io)?;
+        for (name, rows) in [("events.csv", 1_000_000u64), ("metrics.csv", 900_000)] {
+            let mut text = String::with_capacity(45 << 20);
+            for row in 0..rows {
+                let _ = writeln!(
+                    text,
+                    "{row},user_{},{}.{},event_{}",
+                    (row + u64::from(copy)) % 977,
+                    row % 1000,
+                    row % 97,
+                    row % 13
+                );
+            }
+            total += text.len() as u64;
+            fs::write(root.join("data").join(name), text).map_err(io)?;
         }
-        total += text.len() as u64;
-        fs::write(root.join("data").join(name), text).map_err(io)?;
+        let noise = pseudo_random_bytes(11 + u64::from(copy), 30 << 20);
+        total += noise.len() as u64;
+        fs::write(root.join("data/noise.bin"), noise).map_err(io)?;
     }
-    let noise = pseudo_random_bytes(11, 30 << 20);
-    total += noise.len() as u64;
-    fs::write(root.join("data/noise.bin"), noise).map_err(io)?;
     Ok(total)
-}
-
-fn sh(command: &str) -> Result<(), String> {
-    let status = Command::new("sh")
-        .args(["-c", command])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| e.to_string())?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{command}` failed: {status}"))
-    }
-}
-
-fn timed(runs: usize, command: &str, before: Option<&str>) -> Result<Duration, String> {
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        if let Some(before) = before {
-            sh(before)?;
-        }
-        let start = Instant::now();
-        sh(command)?;
-        times.push(start.elapsed());
-    }
-    Ok(median(times))
-}
-
-/// Peak resident memory of `command` in KiB, from the children's rusage.
-fn peak_rss_kib(command: &str) -> Result<u64, String> {
-    let script = format!(
-        "import resource, subprocess, sys\nsubprocess.run(['sh', '-c', {command:?}], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
-    );
-    let output = Command::new("python3")
-        .args(["-c", &script])
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !output.status.success() {
-        return Err(format!(
-            "measuring {command}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .map_err(|e| format!("{e}"))
 }
 
 fn size(path: &Path) -> u64 {
     fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
-/// The small and the large file of the corpus that `get` benchmarks read.
-pub const SMALL: &str = "src/module_042/file_04242.rs";
-pub const LARGE: &str = "data/noise.bin";
-
-/// `target/release/binfmt`, built first.
-pub fn release_binfmt() -> Result<PathBuf, String> {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "binfmt"])
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !status.success() {
-        return Err("building binfmt failed".into());
-    }
-    Ok(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/binfmt"))
+/// The tools, and where the benchmark writes.
+struct Tools {
+    binfmt: PathBuf,
+    arcx: PathBuf,
+    dir: PathBuf,
 }
 
-/// The bench corpus under `dir`, written on first use.
-pub fn corpus(dir: &Path) -> Result<PathBuf, String> {
-    let corpus = dir.join("corpus");
-    if !corpus.exists() {
-        eprintln!("writing the corpus to {}", corpus.display());
-        make_corpus(&corpus)?;
-    }
-    Ok(corpus)
+/// What one size of the corpus measured.
+struct Measured {
+    pack: Stats,
+    get: Stats,
+    extract_tmpfs: Option<Stats>,
 }
 
-pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
-    let binfmt = release_binfmt()?;
-    let corpus = corpus(dir)?;
-    let input = dir_size(&corpus);
-    let q = |p: &Path| p.display().to_string();
-    let (ours, theirs, tarzst) = (
+pub fn run(settings: &Settings, arcx: &Path, report: &mut Report) -> Result<(), String> {
+    let tools = Tools {
+        binfmt: release_binfmt()?,
+        arcx: arcx.to_owned(),
+        dir: settings.dir.join("arcx"),
+    };
+    let one = measure(&tools, 1, report, true)?;
+    peak_memory(&tools, report)?;
+    if settings.scale {
+        let mut points = [Vec::new(), Vec::new(), Vec::new()];
+        let record = |points: &mut [Vec<(u32, std::time::Duration)>; 3], factor, m: &Measured| {
+            points[0].push((factor, m.pack.median()));
+            points[1].push((factor, m.get.median()));
+            if let Some(extract) = &m.extract_tmpfs {
+                points[2].push((factor, extract.median()));
+            }
+        };
+        record(&mut points, 1, &one);
+        let mut skipped = None;
+        for factor in [10u32, 100] {
+            // The corpus, two archives and a tar.zst, with room to spare.
+            let needed = u64::from(factor) * 200_000_000 * 2;
+            if free_bytes(&tools.dir) < needed {
+                skipped = Some(format!(
+                    "{factor}x needs {:.0} GB free at {}",
+                    needed as f64 / 1e9,
+                    tools.dir.display()
+                ));
+                break;
+            }
+            let measured = measure(&tools, factor, report, false)?;
+            record(&mut points, factor, &measured);
+        }
+        for (operation, points) in ["pack", "get one small file", "extract all (tmpfs)"]
+            .into_iter()
+            .zip(points)
+        {
+            report.scaling(Scaling {
+                format: "arcx",
+                operation: format!("{operation}, 198 MB x size"),
+                points,
+                skipped: skipped.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Packs, gets from and extracts the corpus at `factor` times its size,
+/// with every tool; the extraction on disk only at 1x (`full`).
+fn measure(
+    tools: &Tools,
+    factor: u32,
+    report: &mut Report,
+    full: bool,
+) -> Result<Measured, String> {
+    let corpus = corpus_at(&tools.dir, factor)?;
+    let dir = tools.dir.join(format!("x{factor}"));
+    let (binfmt, arcx) = (&tools.binfmt, &tools.arcx);
+    let files = limits::files_under(&corpus)?;
+    let input: u64 = files.iter().map(|(path, _)| size(path)).sum();
+    let (ours, theirs, tarzst, floor) = (
         dir.join("ours.arcx"),
         dir.join("theirs.arcx"),
         dir.join("corpus.tar.zst"),
+        dir.join("floor.zst"),
     );
-    let small = SMALL;
-    let out = dir.join("out");
-    // Flushing the previous run's files first, so no run pays for another's
-    // writeback.
-    let clean = format!("rm -rf {} && sync", q(&out));
+    let what = format!("{} files, {:.0} MB", files.len(), input as f64 / 1e6);
 
-    let pack = [
-        timed(
-            3,
-            &format!("{} arcx pack {} {}", q(&binfmt), q(&corpus), q(&ours)),
-            None,
-        )?,
-        timed(
-            3,
-            &format!("{} pack {} {}", q(arcx), q(&corpus), q(&theirs)),
-            None,
-        )?,
-        timed(
-            3,
-            &format!(
-                "tar -C {} -cf - . | zstd -3 -q -f -o {}",
-                q(&corpus),
-                q(&tarzst)
-            ),
-            None,
-        )?,
+    // Packing: every tool, and the floor, reading the same warm corpus.
+    let mut sides = vec![
+        shell(format!(
+            "{} arcx pack {} -o {}",
+            q(binfmt),
+            q(&corpus),
+            q(&ours)
+        )),
+        shell(format!("{} pack {} {}", q(arcx), q(&corpus), q(&theirs))),
+        shell(format!(
+            "tar -C {} -cf - . | zstd -3 -T0 -q -f -o {}",
+            q(&corpus),
+            q(&tarzst)
+        )),
+        side(|| limits::pack(&files, &floor, cores())),
     ];
+    let rounds = if factor == 1 { ROUNDS } else { 3 };
+    let [pack_ours, pack_arcx, pack_tar, pack_floor] =
+        four(interleave(rounds, &[&corpus], &mut sides)?)?;
+    drop(sides);
+    let _ = fs::remove_file(&floor);
     let sizes = [size(&ours), size(&theirs), size(&tarzst)];
-    let get = [
-        timed(
-            11,
-            &format!(
-                "{} arcx get {} {small} -o {}/got",
-                q(&binfmt),
-                q(&ours),
-                q(dir)
-            ),
-            None,
-        )?,
-        timed(
-            11,
-            &format!("{} get {} {small} -o {}/got", q(arcx), q(&theirs), q(dir)),
-            None,
-        )?,
-        timed(
-            11,
-            &format!(
-                "zstd -dc {} | tar -xO ./{small} > {}/got",
-                q(&tarzst),
-                q(dir)
-            ),
-            None,
-        )?,
-    ];
-    // arcx 0.3.0 cannot extract its own files over 1 MiB: it fails here.
-    let extract = [
-        timed(
-            3,
-            &format!("{} arcx extract {} {}", q(&binfmt), q(&ours), q(&out)),
-            Some(&clean),
-        ),
-        timed(
-            3,
-            &format!("{} extract {} {}", q(arcx), q(&theirs), q(&out)),
-            Some(&clean),
-        ),
-        timed(
-            3,
-            &format!(
-                "mkdir -p {o} && zstd -dc {} | tar -C {o} -xf -",
-                q(&tarzst),
-                o = q(&out)
-            ),
-            Some(&clean),
-        ),
-    ];
-    sh(&clean)?;
 
-    let corpus_mb = input as f64 / 1e6;
-    let [pack_ours, pack_arcx, pack_tar] = pack;
-    let [size_ours, size_arcx, size_tar] = sizes;
-    let [get_ours, get_arcx, get_tar] = get;
-    let [extract_ours, extract_arcx, extract_tar] = extract;
-    let extract_ours = extract_ours?;
-    for (reference, pack, size, get, extract) in [
-        ("arcx 0.3.0", pack_arcx, size_arcx, get_arcx, extract_arcx),
-        ("tar + zstd -3", pack_tar, size_tar, get_tar, extract_tar),
-    ] {
-        report.time(
-            "arcx",
-            reference,
-            format!("pack 10,003 files, {corpus_mb:.0} MB"),
-            pack_ours,
-            pack,
-        );
-        report.megabytes("arcx", reference, "archive size", size_ours, size);
-        report.time("arcx", reference, "get one small file", get_ours, get);
-        match extract {
-            Ok(theirs) => report.time("arcx", reference, "extract all", extract_ours, theirs),
-            // arcx 0.3.0 cannot extract its own files over 1 MiB.
-            Err(_) => report.only_ours("arcx", reference, "extract all", extract_ours, "fails"),
+    // One small file out of each archive.
+    let small_in = if factor == 1 {
+        SMALL.to_owned()
+    } else {
+        format!("copy_000/{SMALL}")
+    };
+    let got = dir.join("got");
+    let mut sides = vec![
+        shell(format!(
+            "{} arcx get {} {small_in} -o {}",
+            q(binfmt),
+            q(&ours),
+            q(&got)
+        )),
+        shell(format!(
+            "{} get {} {small_in} -o {}",
+            q(arcx),
+            q(&theirs),
+            q(&got)
+        )),
+        shell(format!(
+            "zstd -dc {} | tar -xO ./{small_in} > {}",
+            q(&tarzst),
+            q(&got)
+        )),
+        // The floor: starting a process that does nothing, the same way.
+        shell("/bin/true"),
+    ];
+    let [get_ours, get_arcx, get_tar, get_floor] = four(interleave(
+        GET_ROUNDS,
+        &[&ours, &theirs, &tarzst],
+        &mut sides,
+    )?)?;
+    drop(sides);
+
+    // arcx 0.3.0 cannot extract its own files over 1 MiB: tried once.
+    let arcx_extracts = {
+        let probe = FreshDirs::new(dir.join("probe"))?;
+        let out = probe.base().join("out");
+        sh(&format!("{} extract {} {}", q(arcx), q(&theirs), q(&out))).is_ok()
+    };
+    let packed = limits::prepare_extract(&files)?;
+    let mut places = Vec::new();
+    if let Some(shm) = tmpfs() {
+        places.push(("tmpfs", shm));
+    }
+    // Every side's output stays on disk until the end (3 rounds).
+    // On disk even when --dir is a tmpfs: beside the workspace's target/.
+    let on_disk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-extract");
+    let disk_needed = input * 3 * 5;
+    if full && free_bytes(&on_disk) > disk_needed {
+        places.push(("disk", on_disk));
+    } else if full {
+        report.note(format!(
+            "arcx: extraction on disk not run: it needs {:.1} GB free at {}.",
+            disk_needed as f64 / 1e9,
+            on_disk.display()
+        ));
+    }
+    let mut extract_tmpfs = None;
+    for (fs_name, base) in places {
+        let fresh = std::cell::RefCell::new(if fs_name == "tmpfs" {
+            FreshDirs::keeping(&base, 2)?
+        } else {
+            FreshDirs::new(&base)?
+        });
+        let next = || fresh.borrow_mut().next();
+        let command = |template: &str| {
+            let template = template.to_owned();
+            let next = &next;
+            let side: Side<'_> = Box::new(move || {
+                let out = next();
+                let command = template.replace("{out}", &q(&out));
+                let start = Instant::now();
+                sh(&command)?;
+                Ok(start.elapsed())
+            });
+            side
+        };
+        let mut sides = vec![
+            command(&format!(
+                "{} arcx extract {} -o {{out}}",
+                q(binfmt),
+                q(&ours)
+            )),
+            command(&format!("{} extract {} -o {{out}}", q(binfmt), q(&ours))),
+            command(&format!(
+                "mkdir -p {{out}} && zstd -dc {} | tar -C {{out}} -xf -",
+                q(&tarzst)
+            )),
+            Box::new(|| {
+                let out = next();
+                let start = Instant::now();
+                limits::extract(&packed, &out, cores())?;
+                Ok(start.elapsed())
+            }),
+        ];
+        if arcx_extracts {
+            sides.push(command(&format!(
+                "{} extract {} {{out}}",
+                q(arcx),
+                q(&theirs)
+            )));
+        }
+        let rounds = if factor == 1 && fs_name == "tmpfs" {
+            ROUNDS
+        } else {
+            3
+        };
+        let stats = interleave(rounds, &[&ours, &theirs, &tarzst], &mut sides)?;
+        drop(sides);
+        let mut stats = stats.into_iter();
+        let mut take = || stats.next().ok_or("missing side");
+        let (arcx_cmd, generic, tar, floor) = (take()?, take()?, take()?, take()?);
+        let theirs_arcx = take().ok();
+        let operation = format!("extract all, {what}, {fs_name}");
+        match &theirs_arcx {
+            Some(theirs) => report.compare("arcx", "arcx 0.3.0", &operation, &arcx_cmd, theirs),
+            None => report.only_ours_stats("arcx", "arcx 0.3.0", &operation, &arcx_cmd, "fails"),
+        }
+        .limit(&arcx_cmd, &floor);
+        report
+            .compare("arcx", "tar + zstd -3 -T0", &operation, &arcx_cmd, &tar)
+            .limit(&arcx_cmd, &floor);
+        report
+            .compare(
+                "arcx",
+                "tar + zstd -3 -T0",
+                format!("{operation}, by `binfmt extract`"),
+                &generic,
+                &tar,
+            )
+            .limit(&generic, &floor);
+        if fs_name == "tmpfs" {
+            extract_tmpfs = Some(arcx_cmd);
         }
     }
 
-    // Peak memory packing one 1 GiB file.
+    let pack_what = format!("pack {what}");
+    report
+        .compare("arcx", "arcx 0.3.0", &pack_what, &pack_ours, &pack_arcx)
+        .limit(&pack_ours, &pack_floor);
+    report
+        .compare(
+            "arcx",
+            "tar + zstd -3 -T0",
+            &pack_what,
+            &pack_ours,
+            &pack_tar,
+        )
+        .limit(&pack_ours, &pack_floor);
+    if full {
+        report.megabytes("arcx", "arcx 0.3.0", "archive size", sizes[0], sizes[1]);
+        report.megabytes(
+            "arcx",
+            "tar + zstd -3 -T0",
+            "archive size",
+            sizes[0],
+            sizes[2],
+        );
+    }
+    let get_what = format!("get one small file of {what}");
+    report
+        .compare("arcx", "arcx 0.3.0", &get_what, &get_ours, &get_arcx)
+        .limit(&get_ours, &get_floor);
+    report
+        .compare("arcx", "tar + zstd -3 -T0", &get_what, &get_ours, &get_tar)
+        .limit(&get_ours, &get_floor);
+    if full {
+        report.note(
+            "arcx limits: pack = read, SHA-256 and zstd -3 every file in 1 MiB groups on every core, \
+             frames written; extract = decompress 1 MiB groups, SHA-256 and create every file on every core; \
+             get = starting a process that does nothing (/bin/true through sh).",
+        );
+    } else {
+        for file in [&ours, &theirs, &tarzst] {
+            let _ = fs::remove_file(file);
+        }
+        let _ = fs::remove_dir_all(&corpus);
+    }
+    Ok(Measured {
+        pack: pack_ours,
+        get: get_ours,
+        extract_tmpfs,
+    })
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+fn four(stats: Vec<Stats>) -> Result<[Stats; 4], String> {
+    <[Stats; 4]>::try_from(stats).map_err(|_| "four sides".to_owned())
+}
+
+/// Peak memory packing one 1 GiB file.
+fn peak_memory(tools: &Tools, report: &mut Report) -> Result<(), String> {
+    let dir = &tools.dir;
     let big = dir.join("big");
     if !big.join("one.bin").exists() {
         fs::create_dir_all(&big).map_err(|e| e.to_string())?;
@@ -258,44 +410,28 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
         }
         fs::write(big.join("one.bin"), content).map_err(|e| e.to_string())?;
     }
-    let ours_rss = peak_rss_kib(&format!(
-        "{} arcx pack {} {}/big-ours.arcx",
-        q(&binfmt),
+    let (ours, theirs) = (dir.join("big-ours.arcx"), dir.join("big-theirs.arcx"));
+    let ours_rss = crate::measure::peak_rss(&format!(
+        "{} arcx pack {} -o {}",
+        q(&tools.binfmt),
         q(&big),
-        q(dir)
+        q(&ours)
     ))?;
-    let theirs_rss = peak_rss_kib(&format!(
-        "{} pack {} {}/big-theirs.arcx",
-        q(arcx),
+    let theirs_rss = crate::measure::peak_rss(&format!(
+        "{} pack {} {}",
+        q(&tools.arcx),
         q(&big),
-        q(dir)
+        q(&theirs)
     ))?;
     report.megabytes(
         "arcx",
         "arcx 0.3.0",
         "peak RSS packing one 1 GiB file",
-        ours_rss * 1024,
-        theirs_rss * 1024,
+        ours_rss,
+        theirs_rss,
     );
-    for file in ["big-ours.arcx", "big-theirs.arcx"] {
-        let _ = fs::remove_file(dir.join(file));
+    for file in [ours, theirs] {
+        let _ = fs::remove_file(file);
     }
     Ok(())
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
-    while let Some(path) = stack.pop() {
-        if let Ok(entries) = fs::read_dir(&path) {
-            for entry in entries.flatten() {
-                match entry.file_type() {
-                    Ok(kind) if kind.is_dir() => stack.push(entry.path()),
-                    Ok(_) => total += entry.metadata().map(|m| m.len()).unwrap_or(0),
-                    Err(_) => {}
-                }
-            }
-        }
-    }
-    total
 }

@@ -2,10 +2,14 @@
 //!
 //! - `fixtures`: remakes `fixtures/generated/`, small files of every format
 //!   and dialect written by this project's writers (see [`xtask::fixtures`]).
-//! - `bench [arcx|kast|par4|taridx|remote|python]`: this project's code next to the
-//!   reference implementations, every format whose reference is installed
-//!   (or one), printed as one table; `bench python` builds the Python
-//!   package and times `binfmt.kastore` against the `kastore` package and
+//! - `bench [arcx|kast|par4|taridx|remote|python] [--scale]`: this
+//!   project's code next to the reference implementations, every format
+//!   whose reference is installed (or one), printed as one table: sides
+//!   interleaved run by run after warming the page cache, medians with
+//!   their spread, and each operation's machine limit (a minimal program,
+//!   [`limits`]); `--scale` adds each main operation at 10x and 100x its
+//!   size. `bench python` builds the Python package and times
+//!   `binfmt.kastore` against the `kastore` package and
 //!   `binfmt.taridx.Dataset` against `wids`.
 //! - `fuzz --seconds N [TARGET...]`: the libFuzzer targets of `fuzz/`.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
@@ -23,6 +27,8 @@ mod bench_par4;
 mod bench_python;
 mod bench_remote;
 mod fuzz;
+mod limits;
+mod measure;
 mod report;
 
 #[derive(Debug, Parser)]
@@ -57,6 +63,10 @@ enum Task {
         /// The arcx 0.3.0 binary, for `arcx`.
         #[arg(long, default_value = "target/interop/cargo/bin/arcx")]
         arcx: PathBuf,
+        /// Also time each main operation at 10x and (where the disk
+        /// allows) 100x its default size, flagging super-linear growth.
+        #[arg(long)]
+        scale: bool,
     },
     /// Run the fuzz targets of fuzz/ (cargo-fuzz, nightly) for a while each.
     Fuzz {
@@ -105,7 +115,13 @@ fn main() -> ExitCode {
             dir,
             glzn,
             arcx,
-        } => bench(format, &python, &dir, glzn.as_deref(), &arcx),
+            scale,
+        } => bench(
+            format,
+            &bench::Settings { dir, python, scale },
+            glzn.as_deref(),
+            &arcx,
+        ),
         Task::Fuzz { seconds, targets } => fuzz::run(workspace_root(), seconds, &targets),
         Task::ReferenceFixtures { python, glzn, arcx } => reference_fixtures(&python, &glzn, &arcx),
     };
@@ -122,11 +138,11 @@ fn main() -> ExitCode {
 /// is there) into one report, and prints it.
 fn bench(
     only: Option<BenchFormat>,
-    python: &Path,
-    dir: &Path,
+    settings: &bench::Settings,
     glzn: Option<&Path>,
     arcx: &Path,
 ) -> Result<(), String> {
+    let (python, dir) = (settings.python.as_path(), settings.dir.as_path());
     if only == Some(BenchFormat::Python) {
         return bench_python::run(workspace_root(), python, &dir.join("python"));
     }
@@ -178,10 +194,10 @@ fn bench(
         }
         eprintln!("benchmarking {name}");
         match (format, glzn) {
-            (BenchFormat::Kast, _) => bench::kast(python, &dir.join("kast"), &mut report)?,
-            (BenchFormat::Taridx, Some(glzn)) => bench::taridx(python, glzn, dir, &mut report)?,
+            (BenchFormat::Kast, _) => bench::kast(settings, &mut report)?,
+            (BenchFormat::Taridx, Some(glzn)) => bench::taridx(settings, glzn, &mut report)?,
             (BenchFormat::Taridx, None) => {}
-            (BenchFormat::Arcx, _) => bench_arcx::run(&dir.join("arcx"), arcx, &mut report)?,
+            (BenchFormat::Arcx, _) => bench_arcx::run(settings, arcx, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
             (BenchFormat::Python, _) => {}
             (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,

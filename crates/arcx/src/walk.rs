@@ -13,10 +13,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use binfmt_core::{AtomicFile, FileSource, SourceExt};
+use rayon::prelude::*;
 
 use crate::error::{ArcxError, Result};
 use crate::manifest::{Attributes, FileKind};
-use crate::writer::{PackOptions, PackSummary, Packer};
+use crate::writer::{PackOptions, PackSummary, Packer, read_small};
 
 /// Something a directory walk did not store, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,29 +204,89 @@ pub fn pack_dir(
         entries: walk.found.len() as u64,
         bytes: walk.found.iter().map(|found| found.size).sum(),
     });
+    let block_size = options.block_size;
+    let pool = match options.jobs {
+        Some(jobs) => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(jobs.max(1))
+                .build()
+                .map_err(|error| {
+                    binfmt_core::Error::io("arcx reading threads", std::io::Error::other(error))
+                })?,
+        ),
+        None => None,
+    };
     let mut packer = Packer::new(AtomicFile::create(destination)?, options)?;
-    for found in &walk.found {
-        let io = |error| ArcxError::Core(binfmt_core::Error::io(&found.path, error));
-        match found.attributes.kind {
-            FileKind::Directory => packer.add_directory(
-                &found.inner,
-                found.attributes.mode,
-                found.attributes.mtime_ns,
-            )?,
-            FileKind::Symlink => {
-                let target = fs::read_link(&found.path).map_err(io)?;
-                let target = target.to_string_lossy().into_owned();
-                packer.add_with(&found.inner, found.attributes, &mut target.as_bytes())?;
-            }
-            FileKind::File => {
-                let source = FileSource::open(&found.path)?;
-                let mut reader = source.reader(0, binfmt_core::Source::len(&source), "file")?;
-                packer.add_with(&found.inner, found.attributes, &mut reader)?;
-            }
+    // Small files are read and hashed on every core a window ahead of the
+    // packer, which only copies them into shared blocks; large files,
+    // symlinks and directories go through the packer one by one.
+    let mut rest = walk.found.as_slice();
+    while let Some(first) = rest.first() {
+        let small =
+            |found: &Found| found.attributes.kind == FileKind::File && packer.is_small(found.size);
+        let window = rest
+            .iter()
+            .take(READ_AHEAD_FILES)
+            .take_while(|found| small(found))
+            .count();
+        if window == 0 {
+            add_one(&mut packer, first)?;
+            progress(PackProgress::Stored(first.size));
+            rest = rest.get(1..).unwrap_or_default();
+            continue;
         }
-        progress(PackProgress::Stored(found.size));
+        let (batch, after) = rest.split_at(window);
+        let read = || {
+            batch
+                .par_iter()
+                .map(|found| read_small(&found.path, block_size))
+                .collect::<Vec<_>>()
+        };
+        let read = match &pool {
+            Some(pool) => pool.install(read),
+            None => read(),
+        };
+        for (found, small) in batch.iter().zip(read) {
+            match small? {
+                Some(small) => {
+                    packer.add_small(&found.inner, found.attributes, &small)?;
+                }
+                None => add_one(&mut packer, found)?,
+            }
+            progress(PackProgress::Stored(found.size));
+        }
+        rest = after;
     }
     let mut summary = packer.commit()?;
     summary.skipped = walk.skipped;
     Ok(summary)
+}
+
+/// Small files read ahead of the packer at once.
+const READ_AHEAD_FILES: usize = 256;
+
+/// Adds one entry found by the walk, streaming a regular file.
+fn add_one<W: std::io::Write + std::io::Seek + Send + 'static>(
+    packer: &mut Packer<W>,
+    found: &Found,
+) -> Result<()> {
+    let io = |error| ArcxError::Core(binfmt_core::Error::io(&found.path, error));
+    match found.attributes.kind {
+        FileKind::Directory => packer.add_directory(
+            &found.inner,
+            found.attributes.mode,
+            found.attributes.mtime_ns,
+        )?,
+        FileKind::Symlink => {
+            let target = fs::read_link(&found.path).map_err(io)?;
+            let target = target.to_string_lossy().into_owned();
+            packer.add_with(&found.inner, found.attributes, &mut target.as_bytes())?;
+        }
+        FileKind::File => {
+            let source = FileSource::open(&found.path)?;
+            let mut reader = source.reader(0, binfmt_core::Source::len(&source), "file")?;
+            packer.add_with(&found.inner, found.attributes, &mut reader)?;
+        }
+    }
+    Ok(())
 }

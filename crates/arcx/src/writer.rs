@@ -379,47 +379,96 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
             });
         }
         self.check_new_path(path)?;
-        let file_id = self.manifest.file_count();
-        let first_chunk = self.manifest.chunk_count();
         let block_size = self.options.block_size;
-        let mut hasher = Sha256::new();
-        let mut size = 0u64;
         let input = |error| ArcxError::Core(binfmt_core::Error::io(path, error));
-        let mut piece = read_piece(data, block_size).map_err(input)?;
+        let piece = read_piece(data, block_size).map_err(input)?;
         if piece.len() < block_size {
             // The whole file fits in less than a block: share a block.
-            if self.small.len() + piece.len() > block_size {
-                self.flush_small()?;
-            }
+            let sha256 = Sha256::digest(&piece).into();
+            return self.push_small(path, attributes, &piece, sha256);
+        }
+        self.push_large(path, attributes, piece, data)
+    }
+
+    /// Adds a regular file or symlink whose bytes (fewer than the block
+    /// size) were read and hashed already, by [`read_small`] on another
+    /// thread; returns its size.
+    pub(crate) fn add_small(
+        &mut self,
+        path: &str,
+        attributes: Attributes,
+        small: &SmallFile,
+    ) -> Result<u64> {
+        self.check_new_path(path)?;
+        self.push_small(path, attributes, &small.data, small.sha256)
+    }
+
+    /// Whether `size` bytes go into a shared block (and [`read_small`]
+    /// applies).
+    pub(crate) fn is_small(&self, size: u64) -> bool {
+        size < self.options.block_size as u64
+    }
+
+    fn push_small(
+        &mut self,
+        path: &str,
+        attributes: Attributes,
+        piece: &[u8],
+        sha256: [u8; 32],
+    ) -> Result<u64> {
+        let block_size = self.options.block_size;
+        let file_id = self.manifest.file_count();
+        let first_chunk = self.manifest.chunk_count();
+        if self.small.len() + piece.len() > block_size {
+            self.flush_small()?;
+        }
+        let id = self.manifest.push_chunk(ChunkRecord {
+            file: file_id,
+            block: u32::MAX,
+            offset: self.small.len() as u32,
+            size: piece.len() as u32,
+        })?;
+        self.small_chunks.push(id);
+        self.small.extend_from_slice(piece);
+        let size = piece.len() as u64;
+        let last_chunk = self.manifest.chunk_count();
+        self.manifest
+            .push_file(path, size, sha256, first_chunk..last_chunk, attributes)
+            .map_err(ArcxError::Manifest)?;
+        self.bytes_in += size;
+        Ok(size)
+    }
+
+    /// A large file: chunks of `chunk_size`, the first one (`piece`, a
+    /// block's worth read already) included.
+    fn push_large(
+        &mut self,
+        path: &str,
+        attributes: Attributes,
+        mut piece: Vec<u8>,
+        data: &mut impl Read,
+    ) -> Result<u64> {
+        let input = |error| ArcxError::Core(binfmt_core::Error::io(path, error));
+        let file_id = self.manifest.file_count();
+        let first_chunk = self.manifest.chunk_count();
+        let (block_size, chunk_size) = (self.options.block_size, self.options.chunk_size);
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        let mut rest = read_piece(data, chunk_size - block_size).map_err(input)?;
+        piece.append(&mut rest);
+        while !piece.is_empty() {
             hasher.update(&piece);
-            size = piece.len() as u64;
-            let id = self.manifest.push_chunk(ChunkRecord {
+            let block = u32::try_from(self.blocks.next_id())
+                .map_err(|_| ArcxError::TooLarge("more than 2^32 blocks"))?;
+            self.manifest.push_chunk(ChunkRecord {
                 file: file_id,
-                block: u32::MAX,
-                offset: self.small.len() as u32,
+                block,
+                offset: 0,
                 size: piece.len() as u32,
             })?;
-            self.small_chunks.push(id);
-            self.small.extend_from_slice(&piece);
-        } else {
-            // A large file: chunks of `chunk_size`, the first one included.
-            let chunk_size = self.options.chunk_size;
-            let mut rest = read_piece(data, chunk_size - block_size).map_err(input)?;
-            piece.append(&mut rest);
-            while !piece.is_empty() {
-                hasher.update(&piece);
-                let block = u32::try_from(self.blocks.next_id())
-                    .map_err(|_| ArcxError::TooLarge("more than 2^32 blocks"))?;
-                self.manifest.push_chunk(ChunkRecord {
-                    file: file_id,
-                    block,
-                    offset: 0,
-                    size: piece.len() as u32,
-                })?;
-                size += piece.len() as u64;
-                self.blocks.push(piece)?;
-                piece = read_piece(data, chunk_size).map_err(input)?;
-            }
+            size += piece.len() as u64;
+            self.blocks.push(piece)?;
+            piece = read_piece(data, chunk_size).map_err(input)?;
         }
         let last_chunk = self.manifest.chunk_count();
         self.manifest
@@ -573,6 +622,28 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
         };
         Ok((out, summary))
     }
+}
+
+/// A small file read and hashed ahead of the packer, on another thread.
+#[derive(Debug)]
+pub(crate) struct SmallFile {
+    data: Vec<u8>,
+    sha256: [u8; 32],
+}
+
+/// Reads and hashes the file at `path` when it holds fewer than
+/// `block_size` bytes (`None` when it has grown since it was listed: the
+/// packer then streams it).
+pub(crate) fn read_small(path: &std::path::Path, block_size: usize) -> Result<Option<SmallFile>> {
+    let source = binfmt_core::FileSource::open(path)?;
+    let mut file = source.file();
+    let data = read_piece(&mut file, block_size)
+        .map_err(|error| ArcxError::Core(binfmt_core::Error::io(path, error)))?;
+    if data.len() >= block_size {
+        return Ok(None);
+    }
+    let sha256 = Sha256::digest(&data).into();
+    Ok(Some(SmallFile { data, sha256 }))
 }
 
 /// Up to `len` bytes from `data` (fewer only at its end).

@@ -394,8 +394,20 @@ impl ByteSource {
     /// Reads the regular file at `path` into memory without mapping it.
     pub fn read(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let (mut file, _) = open_regular(path)?;
-        Self::read_from(&mut file, path)
+        let (mut file, len) = open_regular(path)?;
+        // Room for the whole file at once (as `fs::read` does): growing by
+        // doubling would copy what was read so far at each step. The size
+        // only sizes the buffer; reading still stops at the file's end.
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(usize::try_from(len).unwrap_or(0).saturating_add(1))
+            .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))
+            .with_path(path)?;
+        file.read_to_end(&mut bytes).with_path(path)?;
+        Ok(Self {
+            bytes: Bytes::Owned(bytes),
+            path: path.to_owned(),
+        })
     }
 
     /// Reads a stream to its end; `name` is used in error messages. Memory

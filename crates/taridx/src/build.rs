@@ -1,9 +1,12 @@
 //! Building an index from tar shards, byte-identical to the reference iTar
 //! indexer for shards of plain regular files.
 //!
-//! Shards are scanned in parallel (headers only); their members are then
-//! merged in fid order, one after another, exactly as the reference walks
-//! them, so ids come out the same whatever the thread count:
+//! Shards are scanned in parallel (headers only, read 1 MiB at a time; each
+//! member's key and extension split and its key hashed, names borrowed from
+//! the header, keys kept in one arena per shard); each shard's rows are
+//! then merged in fid order as soon as the shards before it are, exactly as
+//! the reference walks them, so ids come out the same whatever the thread
+//! count:
 //!
 //! - key and extension by the [`KeyRule`] (glzn's by default: the stem is
 //!   the name after its last `/`, up to the first `.`; the extension the
@@ -14,13 +17,15 @@
 //! - `n_stems` counts distinct stems; flag bit 0 is set when the rows form
 //!   one run per `(keyhash, crashid)`.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use binfmt_core::layout::{IntoBytes, U16, U32, U64};
-use binfmt_core::{AtomicFile, ByteSource, IoResultExt};
-use rayon::prelude::*;
+use binfmt_core::{AtomicFile, FileSource, IoResultExt};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 use crate::error::{Result, TaridxError};
@@ -29,11 +34,11 @@ use crate::format::{
     VERSION_MAJOR, VERSION_MINOR, VERSION_MINOR_WEBDATASET_KEYS,
 };
 use crate::index::rows_contiguous;
-use crate::keys::{KeyAndExtension, KeyRule, keyhash};
+use crate::keys::{KeyAndExtension, KeyRule, keyhash, lowercase};
 use crate::tar::{self, Member};
 
 /// A member with its name split and its stem hashed: the per-member work
-/// that does not depend on other members, done while shards are scanned.
+/// that does not depend on other members.
 #[derive(Debug)]
 struct Prepared {
     offset: u64,
@@ -52,6 +57,153 @@ impl Prepared {
             split,
             key,
         }
+    }
+}
+
+/// One shard scanned: its rows (fid set, extension ids the shard's own,
+/// crash ids still 0), and each row's stem, kept once per run of rows with
+/// the same stem in one arena.
+#[derive(Debug, Default)]
+struct ScannedShard {
+    rows: Vec<Row>,
+    /// For each row, which stem (index into `stem_starts`).
+    stem_of_row: Vec<u32>,
+    /// The stems, one after another.
+    stems: String,
+    /// Where each stem starts in `stems` (it ends where the next starts).
+    stem_starts: Vec<usize>,
+    /// The shard's extensions in first-seen order; rows' `extid` index it.
+    extensions: Vec<String>,
+    extension_ids: HashMap<String, u16, Xxh3DefaultBuilder>,
+}
+
+impl ScannedShard {
+    /// Scans shard `fid` at `path`, reading it 1 MiB at a time.
+    fn scan(fid: u16, path: &Path, rule: KeyRule) -> Result<Self> {
+        let source = FileSource::open(path)?;
+        let mut shard = Self::default();
+        tar::scan_with(&source, |offset, size, name| {
+            shard.push(fid, offset, size, name, rule)
+        })?;
+        Ok(shard)
+    }
+
+    fn push(&mut self, fid: u16, offset: u64, size: u64, name: &[u8], rule: KeyRule) -> Result<()> {
+        let name = String::from_utf8_lossy(name);
+        let (stem, extension) = rule.split_parts(&name);
+        let extension = lowercase(extension);
+        let extid = match self.extension_ids.get(&*extension) {
+            Some(&id) => id,
+            None => {
+                let id = u16::try_from(self.extensions.len()).map_err(|_| {
+                    TaridxError::TooManyExtensions {
+                        count: self.extensions.len() as u64 + 1,
+                    }
+                })?;
+                self.extension_ids
+                    .insert(extension.clone().into_owned(), id);
+                self.extensions.push(extension.into_owned());
+                id
+            }
+        };
+        let key = keyhash(stem);
+        let same_as_last = self
+            .rows
+            .last()
+            .is_some_and(|last| last.keyhash.get() == key)
+            && self.last_stem() == Some(stem);
+        if !same_as_last {
+            self.stem_starts.push(self.stems.len());
+            self.stems.push_str(stem);
+        }
+        let stem_id = u32::try_from(self.stem_starts.len() - 1).map_err(|_| {
+            binfmt_core::Error::LimitExceeded {
+                what: "taridx stems in one shard".into(),
+                value: self.stem_starts.len() as u64,
+                limit: u32::MAX.into(),
+            }
+        })?;
+        self.stem_of_row.push(stem_id);
+        self.rows.push(Row {
+            fid: U16::new(fid),
+            offset: U64::new(offset),
+            size: U64::new(size),
+            extid: U16::new(extid),
+            crashid: U32::new(0),
+            keyhash: U64::new(key),
+        });
+        Ok(())
+    }
+
+    fn last_stem(&self) -> Option<&str> {
+        let last = self.stem_starts.len().checked_sub(1)?;
+        Some(stem_in(
+            &self.stems,
+            &self.stem_starts,
+            u32::try_from(last).ok()?,
+        ))
+    }
+}
+
+/// Stem `id` of a shard's arena.
+fn stem_in<'a>(stems: &'a str, starts: &[usize], id: u32) -> &'a str {
+    let id = id as usize;
+    let start = starts.get(id).copied().unwrap_or(0);
+    let end = starts.get(id + 1).copied().unwrap_or(stems.len());
+    stems.get(start..end).unwrap_or_default()
+}
+
+/// Hashes the key hashes of the canonical-stem map: they are xxh64 values
+/// already, but ones a crafted shard can choose, so they are mixed with a
+/// per-process random seed (a folded 128-bit multiply) rather than used as
+/// they are.
+#[derive(Debug, Clone, Copy)]
+struct SeededKeys {
+    seed: u64,
+}
+
+impl Default for SeededKeys {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, RandomState};
+        Self {
+            seed: RandomState::new().hash_one(0x7461_7269_6478_u64) | 1,
+        }
+    }
+}
+
+impl std::hash::BuildHasher for SeededKeys {
+    type Hasher = SeededKeyHasher;
+
+    fn build_hasher(&self) -> SeededKeyHasher {
+        SeededKeyHasher {
+            seed: self.seed,
+            state: 0,
+        }
+    }
+}
+
+/// The hasher of [`SeededKeys`].
+#[derive(Debug, Clone, Copy)]
+struct SeededKeyHasher {
+    seed: u64,
+    state: u64,
+}
+
+impl std::hash::Hasher for SeededKeyHasher {
+    fn finish(&self) -> u64 {
+        self.state
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        let product = u128::from(value ^ self.state ^ self.seed)
+            * u128::from(0x9e37_79b9_7f4a_7c15_u64 ^ self.seed.rotate_left(32));
+        self.state = (product as u64) ^ ((product >> 64) as u64);
     }
 }
 
@@ -79,7 +231,9 @@ pub struct IndexBuilder {
     rows: Vec<Row>,
     extension_ids: HashMap<String, u16, Xxh3DefaultBuilder>,
     extensions: Vec<String>,
-    canonical: HashMap<u64, String, Xxh3DefaultBuilder>,
+    /// The canonical stem of each key hash, as a range of `canonical_stems`.
+    canonical: HashMap<u64, (usize, usize), SeededKeys>,
+    canonical_stems: String,
     crash_ids: HashMap<String, u32, Xxh3DefaultBuilder>,
     crash_stems: Vec<String>,
 }
@@ -106,45 +260,8 @@ impl IndexBuilder {
             split,
             key,
         } = member;
-        let KeyAndExtension {
-            key: stem,
-            extension,
-        } = split;
-        let extid = match self.extension_ids.get(&extension) {
-            Some(&id) => id,
-            None => {
-                let id = u16::try_from(self.extensions.len()).map_err(|_| {
-                    TaridxError::TooManyExtensions {
-                        count: self.extensions.len() as u64 + 1,
-                    }
-                })?;
-                self.extension_ids.insert(extension.clone(), id);
-                self.extensions.push(extension);
-                id
-            }
-        };
-        let crashid = match self.canonical.get(&key) {
-            None => {
-                self.canonical.insert(key, stem);
-                0
-            }
-            Some(canonical) if *canonical == stem => 0,
-            Some(_) => match self.crash_ids.get(&stem) {
-                Some(&id) => id,
-                None => {
-                    let id = u32::try_from(self.crash_stems.len() + 1).map_err(|_| {
-                        binfmt_core::Error::LimitExceeded {
-                            what: "taridx crash stems (crashid is 32 bits)".into(),
-                            value: self.crash_stems.len() as u64 + 1,
-                            limit: u32::MAX.into(),
-                        }
-                    })?;
-                    self.crash_ids.insert(stem.clone(), id);
-                    self.crash_stems.push(stem);
-                    id
-                }
-            },
-        };
+        let extid = self.extension_id(&split.extension)?;
+        let crashid = self.crash_id(key, &split.key)?;
         self.rows.push(Row {
             fid: U16::new(fid),
             offset: U64::new(offset),
@@ -153,6 +270,85 @@ impl IndexBuilder {
             crashid: U32::new(crashid),
             keyhash: U64::new(key),
         });
+        Ok(())
+    }
+
+    /// The id of `extension`, the next one when it is new.
+    fn extension_id(&mut self, extension: &str) -> Result<u16> {
+        if let Some(&id) = self.extension_ids.get(extension) {
+            return Ok(id);
+        }
+        let id =
+            u16::try_from(self.extensions.len()).map_err(|_| TaridxError::TooManyExtensions {
+                count: self.extensions.len() as u64 + 1,
+            })?;
+        self.extension_ids.insert(extension.to_owned(), id);
+        self.extensions.push(extension.to_owned());
+        Ok(id)
+    }
+
+    /// The crash id of `stem` (whose hash is `key`): 0 for the first stem
+    /// seen with that hash, else its place among the other stems.
+    fn crash_id(&mut self, key: u64, stem: &str) -> Result<u32> {
+        let canonical = match self.canonical.entry(key) {
+            Entry::Vacant(vacant) => {
+                let start = self.canonical_stems.len();
+                self.canonical_stems.push_str(stem);
+                vacant.insert((start, stem.len()));
+                return Ok(0);
+            }
+            Entry::Occupied(occupied) => *occupied.get(),
+        };
+        let (start, len) = canonical;
+        if self.canonical_stems.get(start..start + len) == Some(stem) {
+            return Ok(0);
+        }
+        if let Some(&id) = self.crash_ids.get(stem) {
+            return Ok(id);
+        }
+        let id = u32::try_from(self.crash_stems.len() + 1).map_err(|_| {
+            binfmt_core::Error::LimitExceeded {
+                what: "taridx crash stems (crashid is 32 bits)".into(),
+                value: self.crash_stems.len() as u64 + 1,
+                limit: u32::MAX.into(),
+            }
+        })?;
+        self.crash_ids.insert(stem.to_owned(), id);
+        self.crash_stems.push(stem.to_owned());
+        Ok(id)
+    }
+
+    /// Adds a scanned shard's rows: its extension ids made global, crash
+    /// ids given (once per run of rows with one stem).
+    fn add_shard(&mut self, shard: ScannedShard) -> Result<()> {
+        let ScannedShard {
+            mut rows,
+            stem_of_row,
+            stems,
+            stem_starts,
+            extensions,
+            ..
+        } = shard;
+        let global: Vec<u16> = extensions
+            .iter()
+            .map(|extension| self.extension_id(extension))
+            .collect::<Result<_>>()?;
+        let mut last: Option<(u32, u32)> = None;
+        for (row, &stem_id) in rows.iter_mut().zip(&stem_of_row) {
+            let local = usize::from(row.extid.get());
+            row.extid = U16::new(global.get(local).copied().unwrap_or_default());
+            let crashid = match last {
+                Some((last_stem, crashid)) if last_stem == stem_id => crashid,
+                _ => {
+                    let stem = stem_in(&stems, &stem_starts, stem_id);
+                    let crashid = self.crash_id(row.keyhash.get(), stem)?;
+                    last = Some((stem_id, crashid));
+                    crashid
+                }
+            };
+            row.crashid = U32::new(crashid);
+        }
+        self.rows.extend_from_slice(&rows);
         Ok(())
     }
 
@@ -333,32 +529,86 @@ pub fn index_shards(
         });
     }
     let rule = options.key_rule;
-    let scan_one = |path: &PathBuf| -> Result<Vec<Prepared>> {
-        let shard = ByteSource::open(path)?;
-        let members = tar::scan(&shard)?;
-        let prepared = members
-            .into_iter()
-            .map(|member| Prepared::new(member, rule))
-            .collect();
+    let count = shards.len();
+    let scan_one = |fid: usize| -> Result<ScannedShard> {
+        let path = shards
+            .get(fid)
+            .ok_or(TaridxError::TooManyShards { count })?;
+        let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards { count })?;
+        let shard = ScannedShard::scan(fid, path, rule)?;
         on_shard_done();
-        Ok(prepared)
+        Ok(shard)
     };
-    let scan_all = || shards.par_iter().map(scan_one).collect::<Result<Vec<_>>>();
-    let scanned = match options.jobs {
-        Some(jobs) => with_threads(jobs, scan_all)?,
-        None => scan_all()?,
-    };
+    let threads = options
+        .jobs
+        .unwrap_or_else(rayon::current_num_threads)
+        .clamp(1, count.max(1));
     let mut builder = IndexBuilder::new(rule);
-    builder.rows.reserve(scanned.iter().map(Vec::len).sum());
-    for (fid, members) in scanned.into_iter().enumerate() {
-        let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards {
-            count: shards.len(),
-        })?;
-        for member in members {
-            builder.add_prepared(fid, member)?;
+    if threads == 1 {
+        // One thread: each shard scanned, then merged, in turn.
+        for fid in 0..count {
+            builder.add_shard(scan_one(fid)?)?;
         }
+        return Ok(builder);
     }
-    Ok(builder)
+    // Threads take shards in fid order; this thread merges each as soon as
+    // every shard before it is merged, so merging overlaps scanning and a
+    // shard's rows are freed once merged.
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel::<(usize, Result<ScannedShard>)>();
+    std::thread::scope(|scope| -> Result<IndexBuilder> {
+        for _ in 0..threads {
+            let sender = sender.clone();
+            let (next, failed, scan_one) = (&next, &failed, &scan_one);
+            scope.spawn(move || {
+                while !failed.load(Ordering::Relaxed) {
+                    let fid = next.fetch_add(1, Ordering::Relaxed);
+                    if fid >= count {
+                        break;
+                    }
+                    let scanned = scan_one(fid);
+                    if scanned.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    if sender.send((fid, scanned)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut waiting: BTreeMap<usize, Result<ScannedShard>> = BTreeMap::new();
+        let mut merged = 0;
+        let outcome = (|| {
+            while merged < count {
+                match waiting.remove(&merged) {
+                    Some(scanned) => {
+                        builder.add_shard(scanned?)?;
+                        merged += 1;
+                    }
+                    None => match receiver.recv() {
+                        Ok((fid, scanned)) => {
+                            waiting.insert(fid, scanned);
+                        }
+                        // Every thread stopped early: one failed; its error
+                        // is among those waiting, the first in fid order.
+                        Err(_) => match waiting.into_values().find(Result::is_err) {
+                            Some(Err(error)) => return Err(error),
+                            _ => {
+                                return Err(TaridxError::TooManyShards { count });
+                            }
+                        },
+                    },
+                }
+            }
+            Ok(())
+        })();
+        if outcome.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        outcome.map(|()| std::mem::take(&mut builder))
+    })
 }
 
 /// Runs `work` on a pool of `jobs` threads (at least one); when no pool can

@@ -20,6 +20,7 @@
 //! assert_eq!((wds.key.as_str(), wds.extension.as_str()), ("cat/1", "seg.png"));
 //! ```
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use xxhash_rust::xxh64::xxh64;
@@ -64,7 +65,17 @@ impl KeyRule {
 
     /// Splits a member name (as tar reads it: see [`crate::tar::normalize`]).
     pub fn split(self, name: &str) -> KeyAndExtension {
-        let (key, extension) = match self {
+        let (key, extension) = self.split_parts(name);
+        KeyAndExtension {
+            key: key.to_owned(),
+            extension: lowercase(extension).into_owned(),
+        }
+    }
+
+    /// [`KeyRule::split`] borrowing both parts from `name`, the extension
+    /// as written (not lower-cased: see [`lowercase`]).
+    pub fn split_parts(self, name: &str) -> (&str, &str) {
+        match self {
             Self::Glzn => {
                 let base = name.rsplit('/').next().unwrap_or_default();
                 base.split_once('.').unwrap_or((base, ""))
@@ -74,10 +85,6 @@ impl KeyRule {
                 .and_then(|regex| regex.captures(name))
                 .and_then(|groups| Some((groups.get(1)?.as_str(), groups.get(2)?.as_str())))
                 .unwrap_or((name, "")),
-        };
-        KeyAndExtension {
-            key: key.to_owned(),
-            extension: extension.to_lowercase(),
         }
     }
 
@@ -85,6 +92,19 @@ impl KeyRule {
     /// sequences replaced (as the reference decodes them).
     pub fn split_bytes(self, name: &[u8]) -> KeyAndExtension {
         self.split(&String::from_utf8_lossy(name))
+    }
+}
+
+/// An extension lower-cased as both tools do (Unicode lower case),
+/// borrowed when it already is.
+pub fn lowercase(extension: &str) -> Cow<'_, str> {
+    if extension
+        .bytes()
+        .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
+    {
+        Cow::Owned(extension.to_lowercase())
+    } else {
+        Cow::Borrowed(extension)
     }
 }
 

@@ -16,6 +16,7 @@
 //! A member is its header block, then its payload padded to a multiple of
 //! 512. An all-zero block ends the archive.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
@@ -97,12 +98,18 @@ impl<'a> HeaderBlock<'a> {
     /// joined by `/`, or the name field alone (GNU and v7 headers have no
     /// prefix field). GNU long names and pax paths are not seen here.
     pub fn path(&self) -> Vec<u8> {
+        self.path_bytes().into_owned()
+    }
+
+    /// [`HeaderBlock::path`], borrowed from the block when there is no
+    /// prefix to join.
+    pub fn path_bytes(&self) -> Cow<'a, [u8]> {
         let name = until_nul(self.field(NAME));
         let prefix = until_nul(self.field(PREFIX));
         if self.field(MAGIC) == b"ustar\0" && !prefix.is_empty() {
-            [prefix, b"/", name].concat()
+            Cow::Owned([prefix, b"/", name].concat())
         } else {
-            name.to_vec()
+            Cow::Borrowed(name)
         }
     }
 }
@@ -129,11 +136,8 @@ pub fn checksum_is_valid(block: &[u8; BLOCK_SIZE]) -> bool {
         return false;
     };
     // The field counts as eight spaces: take its bytes out, put 8 × 32 in.
-    // Plain sums over the whole block vectorize; this runs once per member.
     let spaces = 8 * u32::from(b' ');
-    let unsigned = block.iter().map(|&b| u32::from(b)).sum::<u32>()
-        - field.iter().map(|&b| u32::from(b)).sum::<u32>()
-        + spaces;
+    let unsigned = byte_sum(block) - field.iter().map(|&b| u32::from(b)).sum::<u32>() + spaces;
     if stored == u64::from(unsigned) {
         return true;
     }
@@ -141,6 +145,22 @@ pub fn checksum_is_valid(block: &[u8; BLOCK_SIZE]) -> bool {
         - field.iter().map(|&b| i32::from(b as i8)).sum::<i32>()
         + spaces as i32;
     i64::try_from(stored).is_ok_and(|stored| stored == i64::from(signed))
+}
+
+/// The sum of a block's bytes, eight at a time: each 64-bit word adds its
+/// even and odd bytes into four 16-bit lanes (64 words × 2 × 255 = 32,640
+/// fits a lane), summed at the end. A few instructions per word, where a
+/// byte-by-byte sum costs several per byte.
+fn byte_sum(block: &[u8; BLOCK_SIZE]) -> u32 {
+    const LOW_BYTES: u64 = 0x00ff_00ff_00ff_00ff;
+    let lanes = block
+        .chunks_exact(8)
+        .map(|word| {
+            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+            (word & LOW_BYTES) + ((word >> 8) & LOW_BYTES)
+        })
+        .fold(0u64, u64::wrapping_add);
+    ((lanes & 0xffff) + ((lanes >> 16) & 0xffff) + ((lanes >> 32) & 0xffff) + (lanes >> 48)) as u32
 }
 
 /// Parses the checksum field: optional leading spaces, at least one octal
@@ -317,13 +337,90 @@ pub fn compression(head: &[u8]) -> Option<&'static str> {
 /// the end of the shard. Errors name the shard and the offset of the header
 /// at fault; a compressed shard is named for what it is.
 pub fn scan<S: Source + ?Sized>(shard: &S) -> crate::Result<Vec<Member>> {
+    let mut members = Vec::new();
+    scan_with(shard, |offset, size, name| {
+        members.push(Member {
+            offset,
+            size,
+            name: name.to_vec(),
+        });
+        Ok(())
+    })?;
+    Ok(members)
+}
+
+/// How much of a shard [`scan_with`] reads at once from a source that is
+/// not in memory (at least [`MAX_METADATA_SIZE`], so a record fits).
+pub const SCAN_WINDOW: usize = 1 << 20;
+
+/// A shard seen through a window: borrowed when the source is in memory,
+/// else read [`SCAN_WINDOW`] bytes at a time, so small members come in
+/// large reads and large payloads are skipped.
+struct Window<'s, S: ?Sized> {
+    shard: &'s S,
+    memory: Option<&'s [u8]>,
+    buffer: Vec<u8>,
+    start: u64,
+}
+
+impl<'s, S: Source + ?Sized> Window<'s, S> {
+    fn new(shard: &'s S) -> Self {
+        Self {
+            shard,
+            memory: shard.in_memory(),
+            buffer: Vec::new(),
+            start: 0,
+        }
+    }
+
+    /// The `len` bytes at `offset` (at most [`SCAN_WINDOW`]), which the
+    /// caller has checked lie within the shard.
+    fn bytes(&mut self, offset: u64, len: usize, what: &'static str) -> crate::Result<&[u8]> {
+        if let Some(memory) = self.memory {
+            let range =
+                binfmt_core::range::check_range(offset, len as u64, self.shard.len(), what)?;
+            return Ok(memory.get(range).unwrap_or_default());
+        }
+        let inside = offset
+            .checked_sub(self.start)
+            .and_then(|at| usize::try_from(at).ok())
+            .filter(|&at| {
+                at.checked_add(len)
+                    .is_some_and(|end| end <= self.buffer.len())
+            });
+        let at = match inside {
+            Some(at) => at,
+            None => {
+                let available = self.shard.len().saturating_sub(offset);
+                let fill = usize::try_from(available).map_or(SCAN_WINDOW, |a| a.min(SCAN_WINDOW));
+                if fill < len {
+                    binfmt_core::range::check_range(offset, len as u64, self.shard.len(), what)?;
+                }
+                self.buffer.resize(fill, 0);
+                self.start = offset;
+                self.shard.fill_at(offset, &mut self.buffer, what)?;
+                0
+            }
+        };
+        Ok(self.buffer.get(at..at + len).unwrap_or_default())
+    }
+}
+
+/// [`scan`] without collecting: calls `on_member(offset, size, name)` for
+/// each regular file in order, the name borrowed (normalized, as in
+/// [`Member::name`]). A source that is not in memory is read
+/// [`SCAN_WINDOW`] bytes at a time.
+pub fn scan_with<S: Source + ?Sized>(
+    shard: &S,
+    mut on_member: impl FnMut(u64, u64, &[u8]) -> crate::Result<()>,
+) -> crate::Result<()> {
     let failed = |offset, problem| TaridxError::Shard {
         shard: shard.name().to_owned(),
         offset,
         problem,
     };
     let len = shard.len();
-    let mut members = Vec::new();
+    let mut window = Window::new(shard);
     let mut next_name: Option<Vec<u8>> = None;
     let mut next_size: Option<u64> = None;
     let mut offset = 0u64;
@@ -332,7 +429,7 @@ pub fn scan<S: Source + ?Sized>(shard: &S) -> crate::Result<Vec<Member>> {
         if available < BLOCK {
             return Err(failed(offset, TarProblem::TruncatedHeader { available }));
         }
-        let bytes = shard.bytes_at(offset, BLOCK, "tar header")?;
+        let bytes = window.bytes(offset, BLOCK_SIZE, "tar header")?;
         let Some(block) = bytes.first_chunk::<BLOCK_SIZE>() else {
             return Err(failed(offset, TarProblem::TruncatedHeader { available }));
         };
@@ -372,25 +469,22 @@ pub fn scan<S: Source + ?Sized>(shard: &S) -> crate::Result<Vec<Member>> {
                 if size > MAX_METADATA_SIZE {
                     return Err(failed(offset, TarProblem::MetadataTooLarge { size }));
                 }
-                let data = shard.bytes_at(payload_start, size, "tar metadata record")?;
-                apply_record(typeflag, &data, &mut next_name, &mut next_size)
+                // At most MAX_METADATA_SIZE (1 MiB): fits a usize and the window.
+                let data = window.bytes(payload_start, size as usize, "tar metadata record")?;
+                apply_record(typeflag, data, &mut next_name, &mut next_size)
                     .map_err(|problem| failed(offset, problem))?;
             }
             b'K' | b'g' => {}
-            b'0' | 0 | b'7' => {
-                let name = next_name.take().unwrap_or_else(|| header.path());
-                members.push(Member {
-                    offset,
-                    size,
-                    name: normalize(&name).to_vec(),
-                });
-            }
+            b'0' | 0 | b'7' => match next_name.take() {
+                Some(name) => on_member(offset, size, normalize(&name))?,
+                None => on_member(offset, size, normalize(&header.path_bytes()))?,
+            },
             _ => next_name = None,
         }
         // The payload fits, so its padded end is at most len + 511.
         offset = payload_start + size.next_multiple_of(BLOCK);
     }
-    Ok(members)
+    Ok(())
 }
 
 /// Applies one GNU long-name (`L`) or pax (`x`) record to the next header.
