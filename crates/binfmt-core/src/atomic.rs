@@ -203,6 +203,16 @@ pub fn same_file(a: impl AsRef<Path>, b: impl AsRef<Path>) -> bool {
     }
 }
 
+/// The first of `inputs` that `output` names (same device and inode,
+/// symlinks followed): a command refuses to write there, since every file it
+/// reads (an index and each of its shards, say) is an input.
+pub fn input_named_by<'a, P: AsRef<Path>>(output: &Path, inputs: &'a [P]) -> Option<&'a Path> {
+    inputs
+        .iter()
+        .map(AsRef::as_ref)
+        .find(|input| same_file(output, input))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
