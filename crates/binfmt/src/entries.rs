@@ -359,12 +359,12 @@ fn extract_entries<S: EntrySource + ?Sized>(
     let file = source.file();
     let entries = source.list()?;
     check_names_carry(file, &entries)?;
-    let inputs = source.inputs();
+    let inputs = binfmt_core::atomic::Inputs::new(&source.inputs());
     let ahead = Prefetch::new(source, &entries);
     for (written, entry) in (1..).zip(&entries) {
         ahead.before(&entry.name);
         let target = binfmt_core::extract::safe_target(dir, &entry.name).in_file(file)?;
-        if let Some(input) = binfmt_core::atomic::input_named_by(&target, &inputs) {
+        if let Some(input) = inputs.named_by(&target) {
             return Err(Error::CannotHold {
                 file: file.to_owned(),
                 name: entry.name.clone(),

@@ -222,7 +222,7 @@ pub fn refuse_overwriting_inputs<P: AsRef<Path>>(
     inputs: &[P],
     output: &Path,
 ) -> Result<(), String> {
-    match binfmt_core::atomic::input_named_by(output, inputs) {
+    match binfmt_core::atomic::Inputs::new(inputs).named_by(output) {
         Some(input) if input == output => Err(format!(
             "{}: is the input: binfmt never writes its output over what it reads",
             output.display()
