@@ -113,7 +113,17 @@ fn cases() -> Vec<(Case, Expect, Expect)> {
             case("row-on-another-member", |raw, _| {
                 raw.rows[0].offset = raw.rows[2].offset;
             }),
-            |e| matches!(problem(e), Some(RowProblem::Key { key, .. }) if key == "b"),
+            // Aliasing is refused on every path, at the first member read.
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::RowsShareMember {
+                        first: 0,
+                        second: 2,
+                        ..
+                    }
+                )
+            },
             |e| {
                 matches!(
                     e,
@@ -126,11 +136,11 @@ fn cases() -> Vec<(Case, Expect, Expect)> {
             },
         ),
         (
-            // The same row twice: reads are right, verify refuses the alias.
+            // The same row twice: reads and verify refuse the alias.
             case("rows-share-member", |raw, _| {
                 raw.rows.push(raw.rows[0]);
             }),
-            |_| false,
+            |e| matches!(e, TaridxError::RowsShareMember { .. }),
             |e| matches!(e, TaridxError::RowsShareMember { .. }),
         ),
         (
@@ -140,11 +150,12 @@ fn cases() -> Vec<(Case, Expect, Expect)> {
             }),
             |e| {
                 matches!(
-                    problem(e),
-                    Some(RowProblem::Size {
-                        member: 100,
-                        row: 600
-                    })
+                    e,
+                    TaridxError::MembersOverlap {
+                        first: 0,
+                        second: 1,
+                        ..
+                    }
                 )
             },
             |e| {
@@ -272,7 +283,7 @@ fn cases() -> Vec<(Case, Expect, Expect)> {
                 raw.rows[1].size = 1 << 63;
                 raw.rows[1].fid = 1;
             }),
-            |e| matches!(e, TaridxError::PayloadPastShard { .. }),
+            |e| matches!(e, TaridxError::MembersOverlap { first: 0, .. }),
             |e| matches!(e, TaridxError::TotalOverflow { row: 1 }),
         ),
         (
@@ -316,7 +327,147 @@ fn cases() -> Vec<(Case, Expect, Expect)> {
             |e| matches!(problem(e), Some(RowProblem::Key { key, .. }) if key == "s/a"),
             |e| matches!(problem(e), Some(RowProblem::Key { .. })),
         ),
+        (
+            // Finding 04: m.jpg's header keyed "a", named by a pax record
+            // that is really the payload of e.bin, which has no row. Tar
+            // reads forward and never sees that record.
+            fake_pax_case("fake-pax-in-payload", |raw| {
+                raw.rows.remove(0);
+                raw.rows[0].keyhash = binfmt_taridx::keyhash("a");
+                raw.header.n_stems = 1;
+                raw.header.flags = 1;
+            }),
+            |e| matches!(problem(e), Some(RowProblem::OmittedMember { at: 0, name }) if name == "e.bin"),
+            |e| matches!(problem(e), Some(RowProblem::OmittedMember { at: 0, .. })),
+        ),
+        (
+            // Finding 04 again: e.bin has a row, but one too short, so that
+            // its claimed end is where the fake record starts.
+            fake_pax_case("predecessor-size-short", |raw| {
+                raw.rows[0].size = 512;
+                raw.rows[1].keyhash = binfmt_taridx::keyhash("a");
+                raw.header.n_stems = 2;
+                raw.header.flags = 1;
+            }),
+            |e| {
+                matches!(
+                    problem(e),
+                    Some(RowProblem::Size {
+                        member: 1536,
+                        row: 512
+                    })
+                )
+            },
+            |e| {
+                matches!(
+                    problem(e),
+                    Some(RowProblem::Size {
+                        member: 1536,
+                        row: 512
+                    })
+                )
+            },
+        ),
+        (
+            // Finding 05: many rows on one member with a long pax name.
+            case("aliased-rows-long-name", |raw, shards| {
+                let mut tar = Tar::new();
+                let long = format!("{}x.jpg", "d".repeat(200).repeat(10));
+                tar.pax(&[("path", long.as_bytes())]);
+                tar.block(builder::header(b"stub.jpg", 7, b'0'))
+                    .data(b"PAYLOAD");
+                shards[0] = tar.finish();
+                *raw = RawIndex::parse(&index_of(shards));
+                raw.rows = vec![raw.rows[0]; 64];
+                raw.header.n_rows = 64;
+            }),
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::RowsShareMember {
+                        first: 0,
+                        second: 1,
+                        ..
+                    }
+                )
+            },
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::RowsShareMember {
+                        first: 0,
+                        second: 1,
+                        ..
+                    }
+                )
+            },
+        ),
     ]
+}
+
+/// A shard whose first member, e.bin, holds in its payload (after 512
+/// bytes of filler) a pax header and record naming `a.jpg`; then m.jpg
+/// (`EVIL`) and a.jpg (`GOOD`). Tar lists three members: e.bin, m.jpg,
+/// a.jpg.
+fn fake_pax_shard() -> Vec<u8> {
+    let mut fake = Tar::new();
+    fake.pax(&[("path", b"a.jpg")]);
+    let mut fake = fake.finish();
+    fake.truncate(fake.len() - 1024);
+    let payload = [vec![b'x'; 512], fake].concat();
+    let mut tar = Tar::new();
+    tar.file("e.bin", &payload);
+    tar.file("m.jpg", b"EVIL");
+    tar.file("a.jpg", b"GOOD");
+    tar.finish()
+}
+
+/// The fake-record shard with its own index (rows e.bin, m.jpg, a.jpg),
+/// edited.
+fn fake_pax_case(name: &'static str, edit: impl FnOnce(&mut RawIndex)) -> Case {
+    let shards = vec![fake_pax_shard()];
+    let mut raw = RawIndex::parse(&index_of(&shards));
+    edit(&mut raw);
+    raw.header.n_rows = raw.rows.len() as u64;
+    Case {
+        name,
+        index: raw.bytes(),
+        shards,
+    }
+}
+
+#[test]
+fn a_record_inside_a_payload_is_payload() {
+    // Finding 04, scan/: the shard is a legitimate tar; its own index
+    // reads, verifies and names each member as tar does.
+    let shards = vec![fake_pax_shard()];
+    let case = Case {
+        name: "fake-pax-shard",
+        index: index_of(&shards),
+        shards,
+    };
+    read_all(&case).unwrap();
+    verify(&case).unwrap();
+    let fold = dataset(&case).unwrap();
+    for (name, bytes) in [("a.jpg", &b"GOOD"[..]), ("m.jpg", b"EVIL")] {
+        let row = fold.find(name).unwrap().expect(name);
+        assert_eq!(fold.read(&row).unwrap(), bytes, "{name}");
+    }
+    // A row whose predecessor's row is too short is refused on its own.
+    let (case, _, _) = cases()
+        .into_iter()
+        .find(|(case, _, _)| case.name == "predecessor-size-short")
+        .unwrap();
+    let dataset = dataset(&case).unwrap();
+    let error = dataset.read(&dataset.rows()[1]).unwrap_err();
+    assert!(
+        matches!(
+            problem(&error),
+            Some(RowProblem::Predecessor { row: 0, offset: 0, problem })
+                if matches!(**problem, RowProblem::Size { member: 1536, row: 512 })
+        ),
+        "{error}"
+    );
 }
 
 #[test]

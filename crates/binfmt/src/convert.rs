@@ -180,6 +180,20 @@ pub fn convert_source(
     let (entries, skipped): (Vec<Entry>, Vec<Entry>) =
         listed.into_iter().partition(Entry::is_regular);
     let types = Types::of(source, &entries)?;
+    // The types record would take the place of an entry of its name: refuse
+    // before anything is written, on every target alike.
+    if to != Format::Kast
+        && types.record().is_some()
+        && entries.iter().any(|entry| entry.name == TYPES_ENTRY)
+    {
+        return Err(Error::CannotHold {
+            file: source.file().to_owned(),
+            name: TYPES_ENTRY.to_owned(),
+            why: format!(
+                "converting a kastore with typed arrays to {to} writes its element types under this name; rename the key (or convert to kast, which needs no record)"
+            ),
+        });
+    }
     let input = Input {
         source,
         read: Cell::new(0),

@@ -115,6 +115,13 @@ pub trait EntrySource: Send + Sync {
     /// Checks everything the format can check.
     fn verify(&self) -> Result<()>;
 
+    /// Every file the source reads (a fold: its index and each shard), so
+    /// that no output is written over one of them. Remote locations never
+    /// match a local file.
+    fn inputs(&self) -> Vec<PathBuf> {
+        vec![PathBuf::from(self.file())]
+    }
+
     /// What reading has cost so far, when the file is remote (requests,
     /// bytes received); `None` for a local file.
     fn stats(&self) -> Option<binfmt_remote::Stats> {
@@ -354,15 +361,19 @@ fn extract_entries<S: EntrySource + ?Sized>(
     let file = source.file();
     let entries = source.list()?;
     check_names_carry(file, &entries)?;
+    let inputs = binfmt_core::atomic::Inputs::new(&source.inputs());
     let ahead = Prefetch::new(source, &entries);
     for (written, entry) in (1..).zip(&entries) {
         ahead.before(&entry.name);
         let target = binfmt_core::extract::safe_target(dir, &entry.name).in_file(file)?;
-        if binfmt_core::atomic::same_file(&target, Path::new(file)) {
+        if let Some(input) = inputs.named_by(&target) {
             return Err(Error::CannotHold {
                 file: file.to_owned(),
                 name: entry.name.clone(),
-                why: "would be written over the file being read".into(),
+                why: format!(
+                    "would be written over {}, which is being read",
+                    input.display()
+                ),
             });
         }
         let mut out = binfmt_core::AtomicFile::create(&target).in_file(file)?;
@@ -844,6 +855,15 @@ impl EntrySource for FoldEntries {
 
     fn file(&self) -> &str {
         &self.file
+    }
+
+    fn inputs(&self) -> Vec<PathBuf> {
+        let shards = self.dataset.shards().set();
+        std::iter::once(PathBuf::from(&self.file))
+            .chain(
+                (0..shards.count()).filter_map(|fid| Some(shards.name(u16::try_from(fid).ok()?))),
+            )
+            .collect()
     }
 
     fn list(&self) -> Result<Vec<Entry>> {

@@ -392,3 +392,72 @@ fn ten_thousand_shards_under_ulimit_256() {
     let verify = limited(&["verify", &index]);
     assert!(verify.status.success(), "{}", text(&verify.stderr));
 }
+
+/// Finding 07: a member named like the shard it is in. Every command that
+/// writes refuses an output that is one of the files it reads (the index or
+/// any shard, by device and inode, through symlinks), and the shard stays
+/// as it was. The fold is tests/regressions/taridx_cli/shard_named/
+/// (`BINFMT_BLESS=1` rewrites it).
+#[test]
+fn no_output_is_written_over_a_shard_being_read() {
+    let mut tar = binfmt_tests::build::taridx::Tar::new();
+    tar.file("train_0000.tar", b"OVERWRITTEN SHARD");
+    let shard = tar.finish();
+    let committed = binfmt_tests::workspace_root().join("tests/regressions/taridx_cli/shard_named");
+    let dir = tempfile::tempdir().unwrap();
+    let fold = dir.path();
+    std::fs::write(fold.join("train_0000.tar"), &shard).unwrap();
+    let output = binfmt(&["taridx", "index", arg(fold), "--fold", "train"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    for name in ["train.taridx", "train_0000.tar"] {
+        let built = std::fs::read(fold.join(name)).unwrap();
+        if std::env::var_os("BINFMT_BLESS").is_some() {
+            std::fs::create_dir_all(&committed).unwrap();
+            std::fs::write(committed.join(name), &built).unwrap();
+        }
+        assert!(
+            std::fs::read(committed.join(name)).unwrap() == built,
+            "{name} differs from the committed regression"
+        );
+    }
+    std::os::unix::fs::symlink("train_0000.tar", fold.join("link.tar")).unwrap();
+    let index = fold.join("train.taridx");
+    let shard_path = fold.join("train_0000.tar");
+    let link = fold.join("link.tar");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["extract", arg(&index), "-o", arg(fold)],
+        vec!["get", arg(&index), "train_0000.tar", "-o", arg(&shard_path)],
+        vec!["get", arg(&index), "train_0000.tar", "-o", arg(&link)],
+        vec![
+            "convert",
+            arg(&index),
+            "-o",
+            arg(&shard_path),
+            "--to",
+            "arcx",
+        ],
+        vec!["convert", arg(&index), "-o", arg(&link), "--to", "par4"],
+        vec![
+            "taridx",
+            "get",
+            arg(&index),
+            "train_0000.tar",
+            "-o",
+            arg(&shard_path),
+        ],
+        vec!["taridx", "get", arg(&index), "train_0000", "-o", arg(&link)],
+    ];
+    for args in runs {
+        let output = binfmt(&args);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("train_0000.tar") && stderr.contains("read"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            std::fs::read(&shard_path).unwrap() == shard,
+            "{args:?} wrote over the shard"
+        );
+    }
+}

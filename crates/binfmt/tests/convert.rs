@@ -492,3 +492,53 @@ fn only_a_real_types_record_is_read_as_one() {
     .unwrap_err();
     assert!(error.to_string().contains("float64"), "{error}");
 }
+
+/// Finding 06: a kastore with its own key named like the types record and
+/// typed arrays: every target that would get the record refuses the key by
+/// name before writing anything; KAST keeps it. The store is
+/// tests/regressions/convert/kast_types_entry.kas (`BINFMT_BLESS=1`
+/// rewrites it).
+#[test]
+fn a_key_named_like_the_types_record_is_refused_not_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("user.kas");
+    let mut writer = binfmt_kastore::Writer::new();
+    writer
+        .insert_raw(
+            binfmt::TYPES_ENTRY,
+            binfmt_kastore::ItemType::Uint8,
+            b"user data, not a record".as_slice(),
+        )
+        .unwrap();
+    writer.insert("x", vec![1.0f64]).unwrap();
+    writer.write_file(&input).unwrap();
+    let built = std::fs::read(&input).unwrap();
+    let committed =
+        binfmt_tests::workspace_root().join("tests/regressions/convert/kast_types_entry.kas");
+    if std::env::var_os("BINFMT_BLESS").is_some() {
+        std::fs::create_dir_all(committed.parent().unwrap()).unwrap();
+        std::fs::write(&committed, &built).unwrap();
+    }
+    assert!(
+        std::fs::read(&committed).unwrap() == built,
+        "regression input differs"
+    );
+    for to in [Format::Arcx, Format::Par4, Format::Taridx] {
+        let out = target(dir.path(), "out", to);
+        let error = convert(&committed, &out, to, &ConvertOptions::default()).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(&error, binfmt::Error::CannotHold { name, .. } if name == binfmt::TYPES_ENTRY),
+            "{to}: {message}"
+        );
+        assert!(message.contains("rename the key"), "{message}");
+        assert!(!out.exists(), "{to}: wrote {}", out.display());
+    }
+    let out = dir.path().join("copy.kas");
+    convert(&committed, &out, Format::Kast, &ConvertOptions::default()).unwrap();
+    let store = binfmt_kastore::Store::open(&out).unwrap();
+    assert_eq!(
+        &*store.array::<u8>(binfmt::TYPES_ENTRY).unwrap(),
+        b"user data, not a record"
+    );
+}

@@ -163,7 +163,13 @@ impl<S: Source> Dataset<S> {
     ) -> Result<Self> {
         let view = match index.rows_in_memory() {
             Some(_) => None,
-            None => Some(index.rows()?.into_owned()),
+            None => {
+                // Read once: the sorted view the member checks need is
+                // built from this read, not a second one.
+                let rows = index.rows()?.into_owned();
+                index.seed_places(&rows)?;
+                Some(rows)
+            }
         };
         let contiguous = index.is_contiguous();
         Ok(Self {
@@ -442,8 +448,9 @@ impl<S: Source> Dataset<S> {
         }
     }
 
-    /// Where reading a row's header starts: the lookback that catches the
-    /// pax or GNU records before it.
+    /// Where reading a row's header starts, as a hint: a few blocks before
+    /// it, where pax or GNU records usually are (the check reads the gap
+    /// from the previous member's end, spec/taridx.md §4.2).
     fn header_start(row: &Row) -> u64 {
         row.offset
             .get()

@@ -373,6 +373,50 @@ pub enum RowProblem {
     /// The header's size field does not parse.
     #[error("{0}")]
     Tar(TarProblem),
+    /// A regular file sits between the previous row's member in the shard
+    /// (or the shard's start) and this row's header: the index omits it.
+    #[error(
+        "the regular file {name:?} at byte {at}, between the previous row's member and this row's header, has no row (the index omits a member)"
+    )]
+    OmittedMember {
+        /// Where its header is.
+        at: u64,
+        /// Its name as tar reads it.
+        name: String,
+    },
+    /// A block between the previous row's member and this row's header is
+    /// not a tar header.
+    #[error("no tar header at byte {at}, between the previous row's member and this row's header")]
+    GapNotAHeader {
+        /// Where the block is.
+        at: u64,
+    },
+    /// An end-of-archive block comes before this row's header.
+    #[error("an end-of-archive block at byte {at} comes before this row's header")]
+    GapEndsArchive {
+        /// Where the block is.
+        at: u64,
+    },
+    /// An entry between the previous row's member and this row's header
+    /// runs past the header (tar would read the header as its data).
+    #[error("the entry at byte {at} ({size} bytes of data) runs past this row's header")]
+    GapOverrunsHeader {
+        /// Where the entry's header is.
+        at: u64,
+        /// Its data size.
+        size: u64,
+    },
+    /// The row before this one in the shard does not describe its member,
+    /// so where this row's records start is unknown.
+    #[error("the previous member in the shard (row {row}, header at byte {offset}): {problem}")]
+    Predecessor {
+        /// The previous row.
+        row: u64,
+        /// Its header offset.
+        offset: u64,
+        /// What is wrong with it.
+        problem: Box<RowProblem>,
+    },
     /// The member's size is not the row's.
     #[error("the member has {member} bytes, the row says {row}")]
     Size {

@@ -249,6 +249,8 @@ pub fn read_dali_index(
         .filter(|&n| n > 0)
         .ok_or_else(|| foreign(idx, "the sample count must be a positive number"))?;
     let mut members = Vec::new();
+    // Where the previous member ends: the next one's records start there.
+    let mut previous_end = 0u64;
     for number in 0..count {
         let line = lines
             .next()
@@ -289,11 +291,15 @@ pub fn read_dali_index(
                     let mut row = <Row as zerocopy::FromZeros>::new_zeroed();
                     row.offset = header.into();
                     row.size = size.into();
-                    check_member(shard, &row)
+                    check_member(shard, &row, previous_end)
                         .map_err(|failure| failure.at(shard, u64::MAX, &row))?
                         .name
                 }
             };
+            previous_end = offset
+                .saturating_add(size)
+                .checked_next_multiple_of(BLOCK)
+                .unwrap_or(u64::MAX);
             members.push(Member {
                 offset: header,
                 size,

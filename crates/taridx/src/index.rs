@@ -24,11 +24,15 @@ use crate::format::{
     FLAG_CONTIGUOUS, FLAG_WEBDATASET_KEYS, HEADER_SIZE, Header, MAGIC, ROW_SIZE, Row, VERSION_MAJOR,
 };
 use crate::keys::{KeyRule, keyhash};
-use crate::member::{FAR_LOOKBACK, MemberInfo, NEAR_LOOKBACK, check_member, check_member_with};
+use crate::member::{MemberInfo, check_member};
+use crate::places::{Place, Places};
 use crate::shards::ShardSet;
 
 /// The most extensions an index can use: extids are 16 bits.
 pub const MAX_EXTENSIONS: u64 = 1 << 16;
+
+/// The largest size the 11 octal digits of a ustar size field hold.
+const MAX_OCTAL_SIZE: u64 = 0o777_7777_7777;
 
 /// A `.taridx` file whose header and blocks have been checked.
 ///
@@ -57,6 +61,8 @@ pub struct Index<S = ByteSource> {
     n_rows: u64,
     extensions: Vec<String>,
     crash: CrashBlock,
+    /// The rows in shard order, built on the first member check.
+    places: OnceLock<Places>,
 }
 
 /// The crash-stem block as stored, and the lookup table built on first use.
@@ -210,6 +216,7 @@ impl<S: Source> Index<S> {
                 count: n_crash,
                 table: OnceLock::new(),
             },
+            places: OnceLock::new(),
             source,
         })
     }
@@ -384,28 +391,74 @@ impl<S: Source> Index<S> {
         &self.source
     }
 
+    /// The rows in shard order (built once, 32 bytes per row), with the
+    /// check that no two rows alias one member or overlap.
+    fn places(&self) -> Result<&Places> {
+        if let Some(places) = self.places.get() {
+            return Ok(places);
+        }
+        let places = Places::new(&self.rows()?)?;
+        Ok(self.places.get_or_init(|| places))
+    }
+
+    /// Builds the sorted view from `rows`, the index's rows already read
+    /// (a source that is not in memory: no second read of the rows).
+    pub(crate) fn seed_places(&self, rows: &[Row]) -> Result<()> {
+        if self.places.get().is_none() {
+            let places = Places::new(rows)?;
+            let _ = self.places.set(places);
+        }
+        Ok(())
+    }
+
     /// Checks row `number` against the tar header it points at in `shard`
     /// ([`crate::Dataset::member`] does this before every read): see
     /// spec/taridx.md §4 for the rules. Returns the member's real name.
+    ///
+    /// The first check sorts the rows by shard and offset (once), and
+    /// refuses an index whose rows alias one member or overlap.
     pub fn check_row<T: Source + ?Sized>(
         &self,
         shard: &T,
         number: u64,
         row: &Row,
     ) -> Result<MemberInfo> {
+        self.check_row_with(shard, number, row, false)
+    }
+
+    /// [`Index::check_row`]; with `trust_predecessor`, the row before it in
+    /// the shard is known to be right (verify checks rows in shard order).
+    fn check_row_with<T: Source + ?Sized>(
+        &self,
+        shard: &T,
+        number: u64,
+        row: &Row,
+        trust_predecessor: bool,
+    ) -> Result<MemberInfo> {
         let located = |failure: crate::member::Failure| failure.at(shard, number, row);
-        let mut info = check_member(shard, row).map_err(located)?;
-        if !info.from_record && row.offset.get() > NEAR_LOOKBACK && !self.names_row(row, &info.name)
-        {
-            // A record longer than the near window may name the member.
-            info = check_member_with(shard, row, FAR_LOOKBACK).map_err(located)?;
-        }
         let mismatch = |problem| TaridxError::RowMismatch {
             row: number,
             shard: shard.name().to_owned(),
             offset: row.offset.get(),
             problem: Box::new(problem),
         };
+        let before = self.places()?.before(row.fid.get(), row.offset.get())?;
+        let gap_start = match before {
+            Some(before) => {
+                if !trust_predecessor {
+                    self.check_predecessor(shard, &before).map_err(|problem| {
+                        mismatch(RowProblem::Predecessor {
+                            row: before.row,
+                            offset: before.offset,
+                            problem: Box::new(problem),
+                        })
+                    })?;
+                }
+                before.padded_end()
+            }
+            None => 0,
+        };
+        let info = check_member(shard, row, gap_start).map_err(located)?;
         if info.size != row.size.get() {
             return Err(mismatch(RowProblem::Size {
                 member: info.size,
@@ -438,11 +491,49 @@ impl<S: Source> Index<S> {
         Ok(info)
     }
 
-    /// Whether `name` has the row's key hash and extension.
-    fn names_row(&self, row: &Row, name: &str) -> bool {
-        let split = self.key_rule().split(name);
-        keyhash(&split.key) == row.keyhash.get()
-            && self.extension(row) == Some(split.extension.as_str())
+    /// Checks that the row before another in its shard describes its
+    /// member's extent: its header is a regular file whose size field is
+    /// the row's size. A size that the 11 octal digits of the field cannot
+    /// hold comes from a pax record, and that row is then checked in full
+    /// (each such member holds 8 GiB of the shard, so this recursion is
+    /// bounded by the shard's size / 8 GiB).
+    fn check_predecessor<T: Source + ?Sized>(
+        &self,
+        shard: &T,
+        before: &Place,
+    ) -> std::result::Result<(), RowProblem> {
+        let bytes = shard
+            .bytes_at(before.offset, crate::tar::BLOCK, "tar header")
+            .map_err(|_| RowProblem::NotAHeader)?;
+        let Some(block) = bytes.first_chunk::<{ crate::tar::BLOCK_SIZE }>() else {
+            return Err(RowProblem::NotAHeader);
+        };
+        let header = crate::tar::HeaderBlock::new(block);
+        if !header.checksum_is_valid() {
+            return Err(RowProblem::NotAHeader);
+        }
+        if !matches!(header.typeflag(), b'0' | 0 | b'7') {
+            return Err(RowProblem::NotAFile {
+                typeflag: char::from(header.typeflag()),
+            });
+        }
+        let field = header.size().map_err(RowProblem::Tar)?;
+        let size = before.size();
+        if field == size {
+            return Ok(());
+        }
+        if size > MAX_OCTAL_SIZE {
+            let row = self.row(before.row).map_err(|_| RowProblem::NotAHeader)?;
+            return match self.check_row(shard, before.row, &row) {
+                Ok(_) => Ok(()),
+                Err(TaridxError::RowMismatch { problem, .. }) => Err(*problem),
+                Err(_) => Err(RowProblem::NotAHeader),
+            };
+        }
+        Err(RowProblem::Size {
+            member: field,
+            row: size,
+        })
     }
 
     /// Walks every row: extension and crash ids in range, no two rows on one
@@ -453,14 +544,14 @@ impl<S: Source> Index<S> {
     /// shard, each shard open only while its rows are checked. Returns the
     /// total payload bytes.
     ///
-    /// Time is linear in the rows (plus a sort); memory is 24 bytes per row.
+    /// Time is linear in the rows (plus a sort) and in the shard bytes
+    /// between members (read once: the gaps do not overlap); memory is the
+    /// sorted view, 32 bytes per row.
     pub fn verify(&self, shards: Option<&dyn ShardSet>) -> Result<u64> {
         let rows = self.rows()?;
         let n_ext = self.extensions.len() as u32;
         let n_crash = self.crash.count;
         let mut total = 0u64;
-        // (fid, offset, member end, row number)
-        let mut places: Vec<(u16, u64, u64, u64)> = Vec::with_capacity(rows.len());
         for (number, row) in (0u64..).zip(rows.iter()) {
             let extid = row.extid.get();
             if u32::from(extid) >= n_ext {
@@ -482,7 +573,7 @@ impl<S: Source> Index<S> {
             total = total
                 .checked_add(size)
                 .ok_or(TaridxError::TotalOverflow { row: number })?;
-            let end = offset
+            offset
                 .checked_add(crate::tar::BLOCK)
                 .and_then(|start| start.checked_add(size))
                 .ok_or_else(|| binfmt_core::Error::Overflow {
@@ -490,38 +581,8 @@ impl<S: Source> Index<S> {
                     offset,
                     len: size,
                 })?;
-            places.push((row.fid.get(), offset, end, number));
         }
-        places.sort_unstable();
-        for pair in places.windows(2) {
-            let [
-                (fid, offset, end, first),
-                (next_fid, next_offset, _, second),
-            ] = *pair
-            else {
-                continue;
-            };
-            if fid != next_fid {
-                continue;
-            }
-            if offset == next_offset {
-                return Err(TaridxError::RowsShareMember {
-                    first: first.min(second),
-                    second: first.max(second),
-                    fid,
-                    offset,
-                });
-            }
-            if next_offset < end {
-                return Err(TaridxError::MembersOverlap {
-                    first,
-                    second,
-                    fid,
-                    first_offset: offset,
-                    second_offset: next_offset,
-                });
-            }
-        }
+        let places = self.places()?.sorted()?;
         let distinct = rows.iter().map(Row::key).collect::<HashSet<_>>().len() as u64;
         if distinct != self.n_stems {
             return Err(TaridxError::StemCountMismatch {
@@ -537,19 +598,42 @@ impl<S: Source> Index<S> {
             });
         }
         if let Some(shards) = shards {
+            // Every fid first: a row in a shard that does not exist also
+            // leaves a gap in the shard it should be in.
+            if let Some(place) = places
+                .iter()
+                .find(|place| usize::from(place.fid) >= shards.count())
+            {
+                return Err(TaridxError::FidOutOfRange {
+                    row: place.row,
+                    fid: place.fid,
+                    shards: shards.count(),
+                });
+            }
             let mut open: Option<(u16, Arc<dyn Source>)> = None;
-            for &(fid, _, _, number) in &places {
-                if usize::from(fid) >= shards.count() {
-                    return Err(TaridxError::FidOutOfRange {
-                        row: number,
-                        fid,
-                        shards: shards.count(),
-                    });
-                }
+            for &Place {
+                fid, row: number, ..
+            } in places
+            {
                 let shard = match &open {
                     Some((open_fid, shard)) if *open_fid == fid => Arc::clone(shard),
                     _ => {
                         let shard = shards.open(fid)?;
+                        // A member past the shard's end first: it is the
+                        // shard's last (members do not overlap), and would
+                        // otherwise show as a member the rows before omit.
+                        let last = places
+                            .get(places.partition_point(|place| place.fid <= fid) - 1)
+                            .filter(|last| last.end > shard.len());
+                        if let Some(last) = last {
+                            return Err(TaridxError::PayloadPastShard {
+                                row: last.row,
+                                fid,
+                                offset: last.offset,
+                                size: last.size(),
+                                shard_len: shard.len(),
+                            });
+                        }
                         open = Some((fid, Arc::clone(&shard)));
                         shard
                     }
@@ -557,7 +641,7 @@ impl<S: Source> Index<S> {
                 let row = rows.get(number as usize).copied().ok_or_else(|| {
                     binfmt_core::Error::corrupt("taridx rows", "row vanished during verify")
                 })?;
-                self.check_row(&*shard, number, &row)?;
+                self.check_row_with(&*shard, number, &row, true)?;
             }
         }
         Ok(total)

@@ -46,6 +46,7 @@ pub mod format;
 mod index;
 pub mod keys;
 mod member;
+mod places;
 mod sample_writer;
 pub mod shards;
 pub mod tar;

@@ -2,21 +2,25 @@
 //! at the row's offset describes that member.
 //!
 //! ```text
-//!        lookback window (one read)                    the row's offset
-//!  ... ┌──────────────┬───────────────┬──────────────┬──────────────────┬────────────┐
-//!      │ pax header x │ pax records   │ (GNU L, ...) │ ustar header     │ payload    │
-//!      │ (512)        │ (padded)      │              │ (512): checked   │ (size)     │
-//!  ... └──────────────┴───────────────┴──────────────┴──────────────────┴────────────┘
+//!  end of the previous row's member           the row's offset
+//!  (or 0)   gap: read forward, as tar does    │
+//!  ┌──────────────┬───────────────┬───────────┼──────────────────┬────────────┐
+//!  │ pax header x │ pax records   │ (GNU L..) │ ustar header     │ payload    │
+//!  │ (512)        │ (padded)      │           │ (512): checked   │ (size)     │
+//!  └──────────────┴───────────────┴───────────┴──────────────────┴────────────┘
 //! ```
 //!
 //! The header must have a valid checksum and be a regular file; the name is
-//! the real one: a pax `path` or GNU long name in the records that end right
-//! before the header ([`crate::tar::preceding_records`]), else the header's
-//! own. The lookback window is 4 KiB and is read together with the header;
-//! when no record is found there and the header's own name does not fit the
-//! row, it is widened once to the largest record the scanner accepts
-//! ([`crate::tar::MAX_METADATA_SIZE`]).
+//! the real one: a pax `path` or GNU long name in the records of the gap
+//! between the previous row's member in the same shard and the header, read
+//! forward from the gap's start as tar reads them, else the header's own.
+//! The gap must hold only records and entries that are not regular files
+//! (a regular file there is a member the index omits), and must end exactly
+//! at the row's header. Bytes inside another member's payload are never
+//! read as records. A gap of up to 4 KiB is read together with the header,
+//! in one read.
 
+use std::borrow::Cow;
 use std::io::{self, Read};
 use std::sync::Arc;
 
@@ -24,14 +28,11 @@ use binfmt_core::{Source, SourceExt};
 
 use crate::error::{RowProblem, TaridxError};
 use crate::format::Row;
-use crate::tar::{self, BLOCK, BLOCK_SIZE, HeaderBlock};
+use crate::tar::{self, BLOCK, BLOCK_SIZE, HeaderBlock, MAX_METADATA_SIZE};
 
-/// The lookback read with every header: room for a pax header with a few
-/// kilobytes of records.
+/// The gap read in one piece with the header: room for a pax header with a
+/// few kilobytes of records.
 pub(crate) const NEAR_LOOKBACK: u64 = 8 * BLOCK;
-
-/// The widest lookback: a header and the largest metadata record.
-pub(crate) const FAR_LOOKBACK: u64 = tar::MAX_METADATA_SIZE.next_multiple_of(BLOCK) + 2 * BLOCK;
 
 /// What the tar header at a row's offset says about its member.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +66,12 @@ impl From<binfmt_core::Error> for Failure {
     }
 }
 
+impl From<RowProblem> for Failure {
+    fn from(problem: RowProblem) -> Self {
+        Self::Problem(problem)
+    }
+}
+
 impl Failure {
     /// The error, located at row `number` of `shard`.
     pub(crate) fn at<S: Source + ?Sized>(self, shard: &S, number: u64, row: &Row) -> TaridxError {
@@ -87,12 +94,22 @@ impl Failure {
     }
 }
 
-/// Reads the header at `row`'s offset with `lookback` bytes before it (one
-/// read) and returns what it says; the caller compares it with the row.
-pub(crate) fn check_member_with<S: Source + ?Sized>(
+/// The records tar applies to the next header, gathered forward.
+#[derive(Debug, Default)]
+struct Records {
+    name: Option<Vec<u8>>,
+    size: Option<u64>,
+    /// Where the first record of the current run starts.
+    first: Option<u64>,
+}
+
+/// Reads the gap `gap_start..row offset` forward and the header at the
+/// row's offset (one read when the gap is under [`NEAR_LOOKBACK`]) and
+/// returns what they say; the caller compares it with the row.
+pub(crate) fn check_member<S: Source + ?Sized>(
     shard: &S,
     row: &Row,
-    lookback: u64,
+    gap_start: u64,
 ) -> Result<MemberInfo, Failure> {
     let (offset, size) = (row.offset.get(), row.size.get());
     if offset % BLOCK != 0 {
@@ -105,11 +122,29 @@ pub(crate) fn check_member_with<S: Source + ?Sized>(
     if member_end.is_none_or(|end| end > shard_len) {
         return Err(Failure::PastEnd { shard_len });
     }
-    let start = offset - offset.min(lookback);
+    let gap_start = gap_start.min(offset);
     let header_end = offset + BLOCK;
-    let window = shard.bytes_at(start, header_end - start, "tar header")?;
-    let (before, header) = window.split_at(window.len() - BLOCK_SIZE);
-    let Some(header) = header.first_chunk::<BLOCK_SIZE>() else {
+    // One read for a short gap and the header; longer gaps are read header
+    // by header, payloads skipped.
+    let window_start = if offset - gap_start <= NEAR_LOOKBACK {
+        gap_start
+    } else {
+        offset
+    };
+    let window = shard.bytes_at(window_start, header_end - window_start, "tar header")?;
+    let read = |start: u64, len: u64, what: &'static str| -> Result<Cow<'_, [u8]>, Failure> {
+        let inside = start
+            .checked_sub(window_start)
+            .and_then(|from| usize::try_from(from).ok())
+            .zip(usize::try_from(len).ok())
+            .and_then(|(from, len)| window.get(from..from.checked_add(len)?));
+        match inside {
+            Some(bytes) => Ok(Cow::Borrowed(bytes)),
+            None => Ok(shard.bytes_at(start, len, what)?),
+        }
+    };
+    let header_bytes = read(offset, BLOCK, "tar header")?;
+    let Some(header) = header_bytes.first_chunk::<BLOCK_SIZE>() else {
         return Err(Failure::Problem(RowProblem::NotAHeader));
     };
     let header = HeaderBlock::new(header);
@@ -121,34 +156,88 @@ pub(crate) fn check_member_with<S: Source + ?Sized>(
             typeflag: char::from(header.typeflag()),
         }));
     }
-    let preceding = tar::preceding_records(before)
-        .map_err(|problem| Failure::Problem(RowProblem::Tar(problem)))?;
-    let member_size = match preceding.size {
+    let records = read_gap(gap_start, offset, &read)?;
+    let member_size = match records.size {
         Some(size) => size,
-        None => header
-            .size()
-            .map_err(|problem| Failure::Problem(RowProblem::Tar(problem)))?,
+        None => header.size().map_err(RowProblem::Tar)?,
     };
-    let from_record = preceding.name.is_some();
-    let name = preceding
-        .name
-        .unwrap_or_else(|| tar::normalize(&header.path()).to_vec());
+    let from_record = records.name.is_some();
+    let name = match records.name {
+        Some(name) => tar::normalize(&name).to_vec(),
+        None => tar::normalize(&header.path()).to_vec(),
+    };
     Ok(MemberInfo {
         name_not_utf8: std::str::from_utf8(&name).is_err(),
         name: String::from_utf8_lossy(&name).into_owned(),
         size: member_size,
         from_record,
-        first_block: offset - preceding.records_len as u64,
+        first_block: records.first.unwrap_or(offset),
         metadata: header.metadata(),
     })
 }
 
-/// [`check_member_with`] with the near lookback.
-pub(crate) fn check_member<S: Source + ?Sized>(
-    shard: &S,
-    row: &Row,
-) -> Result<MemberInfo, Failure> {
-    check_member_with(shard, row, NEAR_LOOKBACK)
+/// Parses the entries of `start..end` as tar does: pax and GNU long-name
+/// records gather for the next header, entries that are not regular files
+/// are skipped by their size (and consume the records before them). A
+/// regular file, an end-of-archive block, a block that is not a header, or
+/// an entry that runs past `end` is an error.
+fn read_gap<'w>(
+    start: u64,
+    end: u64,
+    read: &impl Fn(u64, u64, &'static str) -> Result<Cow<'w, [u8]>, Failure>,
+) -> Result<Records, Failure> {
+    let mut records = Records::default();
+    let mut at = start;
+    while at < end {
+        let bytes = read(at, BLOCK, "tar header in a gap")?;
+        let Some(block) = bytes.first_chunk::<BLOCK_SIZE>() else {
+            return Err(RowProblem::GapNotAHeader { at }.into());
+        };
+        let header = HeaderBlock::new(block);
+        if header.is_zero() {
+            return Err(RowProblem::GapEndsArchive { at }.into());
+        }
+        if !header.checksum_is_valid() {
+            return Err(RowProblem::GapNotAHeader { at }.into());
+        }
+        let typeflag = header.typeflag();
+        let header_size = header.size().map_err(RowProblem::Tar)?;
+        let size = match typeflag {
+            b'L' | b'K' | b'x' | b'g' => header_size,
+            _ => records.size.take().unwrap_or(header_size),
+        };
+        let next = (at + BLOCK)
+            .checked_add(size)
+            .and_then(|end| end.checked_next_multiple_of(BLOCK));
+        let Some(next) = next.filter(|&next| next <= end) else {
+            return Err(RowProblem::GapOverrunsHeader { at, size }.into());
+        };
+        match typeflag {
+            b'L' | b'x' => {
+                if size > MAX_METADATA_SIZE {
+                    return Err(RowProblem::Tar(tar::TarProblem::MetadataTooLarge { size }).into());
+                }
+                let data = read(at + BLOCK, size, "tar metadata record")?;
+                tar::apply_record(typeflag, &data, &mut records.name, &mut records.size)
+                    .map_err(RowProblem::Tar)?;
+                records.first.get_or_insert(at);
+            }
+            b'K' | b'g' => {
+                records.first.get_or_insert(at);
+            }
+            b'0' | 0 | b'7' => {
+                let name = records.name.take().unwrap_or_else(|| header.path());
+                return Err(RowProblem::OmittedMember {
+                    at,
+                    name: String::from_utf8_lossy(tar::normalize(&name)).into_owned(),
+                }
+                .into());
+            }
+            _ => records = Records::default(),
+        }
+        at = next;
+    }
+    Ok(records)
 }
 
 /// One member's payload as `std::io::Read`, handed out by

@@ -488,7 +488,7 @@ pub fn scan_with<S: Source + ?Sized>(
 }
 
 /// Applies one GNU long-name (`L`) or pax (`x`) record to the next header.
-fn apply_record(
+pub(crate) fn apply_record(
     typeflag: u8,
     data: &[u8],
     name: &mut Option<Vec<u8>>,
@@ -500,75 +500,6 @@ fn apply_record(
     } else {
         apply_pax(data, name, size).map_err(|why| TarProblem::BadPax { why })
     }
-}
-
-/// What the pax and GNU long-name records right before a header say about
-/// its member.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Preceding {
-    /// The name from a pax `path` or GNU long-name record.
-    pub name: Option<Vec<u8>>,
-    /// The size from a pax `size` record.
-    pub size: Option<u64>,
-    /// How many bytes before the header the first record starts (0 when
-    /// there is none): the member's first block is that far back.
-    pub records_len: usize,
-}
-
-/// The most metadata records looked for before one header (a GNU long
-/// name, a long link name, a pax header and a global header at most).
-const MAX_PRECEDING_RECORDS: usize = 4;
-
-/// Recovers the records that end right where `before` ends (the bytes
-/// before a header, starting on a block boundary): walking back block by
-/// block, a record is a valid header of type `x`, `L`, `K` or `g` whose
-/// padded data fills exactly the blocks up to the next record or the
-/// header. The nearest such header is taken; the records found are then
-/// applied in file order, as [`scan`] applies them. Work is linear in the
-/// length of `before`.
-pub fn preceding_records(before: &[u8]) -> Result<Preceding, TarProblem> {
-    let mut records: Vec<(u8, &[u8])> = Vec::new();
-    let mut end = before.len() - before.len() % BLOCK_SIZE;
-    'records: while records.len() < MAX_PRECEDING_RECORDS {
-        for blocks in 1..=end / BLOCK_SIZE {
-            let start = end - blocks * BLOCK_SIZE;
-            let Some(block) = before
-                .get(start..)
-                .and_then(|b| b.first_chunk::<BLOCK_SIZE>())
-            else {
-                break;
-            };
-            let header = HeaderBlock::new(block);
-            if !matches!(header.typeflag(), b'x' | b'L' | b'K' | b'g')
-                || !header.checksum_is_valid()
-            {
-                continue;
-            }
-            let Ok(size) = header.size() else { continue };
-            let data_start = start + BLOCK_SIZE;
-            if size.next_multiple_of(BLOCK) != (end - data_start) as u64 {
-                continue;
-            }
-            let data = before
-                .get(data_start..data_start + size as usize)
-                .unwrap_or_default();
-            records.push((header.typeflag(), data));
-            end = start;
-            continue 'records;
-        }
-        break;
-    }
-    let mut preceding = Preceding {
-        records_len: before.len() - before.len() % BLOCK_SIZE - end,
-        ..Preceding::default()
-    };
-    for (typeflag, data) in records.into_iter().rev() {
-        if matches!(typeflag, b'x' | b'L') {
-            apply_record(typeflag, data, &mut preceding.name, &mut preceding.size)?;
-        }
-    }
-    preceding.name = preceding.name.map(|name| normalize(&name).to_vec());
-    Ok(preceding)
 }
 
 /// Applies the `path` and `size` keywords of pax records

@@ -183,11 +183,13 @@ pub fn get(args: &GetArgs, expect: Option<Format>) -> CommandResult {
 
 fn get_in(session: &Session, args: &GetArgs, expect: Option<Format>) -> CommandResult {
     let source = session.open(&args.file, expect)?;
+    if let Some(path) = &args.output {
+        refuse_overwriting_inputs(&source.inputs(), path)?;
+    }
     let mut reader = source.open(&args.name).map_err(failed)?;
     let file = source.file().to_owned();
     match &args.output {
         Some(path) => {
-            refuse_overwriting_input(&args.file, path)?;
             let mut out = binfmt_core::AtomicFile::create(path).map_err(|e| e.to_string())?;
             copy(&mut reader, &mut out, &file, &args.name)?;
             out.commit().map_err(|e| e.to_string())?;
@@ -209,15 +211,29 @@ fn copy(
     std::io::copy(reader, out).map_err(|error| format!("{file}: entry {name:?}: {error}"))
 }
 
-/// Refuses an output that is one of the inputs.
+/// Refuses an output that is the input.
 pub fn refuse_overwriting_input(input: &Path, output: &Path) -> Result<(), String> {
-    if binfmt_core::atomic::same_file(input, output) {
-        return Err(format!(
+    refuse_overwriting_inputs(&[input], output)
+}
+
+/// Refuses an output that is one of the files a command reads (a fold's
+/// index or one of its shards; device and inode, symlinks followed).
+pub fn refuse_overwriting_inputs<P: AsRef<Path>>(
+    inputs: &[P],
+    output: &Path,
+) -> Result<(), String> {
+    match binfmt_core::atomic::Inputs::new(inputs).named_by(output) {
+        Some(input) if input == output => Err(format!(
             "{}: is the input: binfmt never writes its output over what it reads",
             output.display()
-        ));
+        )),
+        Some(input) => Err(format!(
+            "{}: is {}, an input: binfmt never writes its output over what it reads",
+            output.display(),
+            input.display()
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 pub fn extract(args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
@@ -337,6 +353,7 @@ fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
         });
     refuse_overwriting_input(&args.input, &args.output)?;
     let source = session.open(&args.input, None)?;
+    refuse_overwriting_inputs(&source.inputs(), &args.output)?;
     let bar = output::progress(0, "converting");
     let summary =
         binfmt::convert_source(source.as_ref(), &args.output, to, &options, &|done, all| {

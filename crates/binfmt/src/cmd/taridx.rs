@@ -742,6 +742,10 @@ fn get(args: &GetArgs) -> CommandResult {
 
 fn get_in(session: &Session, args: &GetArgs) -> CommandResult {
     let dataset = open_dataset(session, &args.index, args.shards.as_deref())?;
+    let shards = dataset.shards().set();
+    let inputs: Vec<PathBuf> = std::iter::once(args.index.clone())
+        .chain((0..shards.count()).filter_map(|fid| Some(shards.name(u16::try_from(fid).ok()?))))
+        .collect();
     let about = failed(&args.index);
     // A full member name first, then a sample key.
     let by_name = match &args.ext {
@@ -791,7 +795,7 @@ fn get_in(session: &Session, args: &GetArgs) -> CommandResult {
                 return Ok(Status::Success);
             };
             match &args.output {
-                Some(path) => write_member(path, &mut member)?,
+                Some(path) => write_member(path, &mut member, &inputs)?,
                 None => output::to_stdout(|out| std::io::copy(&mut member, out).map(|_| ()))?,
             }
             Ok(Status::Success)
@@ -815,7 +819,7 @@ fn get_in(session: &Session, args: &GetArgs) -> CommandResult {
                     names(&rows)
                 ))
             };
-            write_sample(dir, &args.name, &dataset, rows)
+            write_sample(dir, &args.name, &dataset, rows, &inputs)
         }
     }
 }
@@ -827,6 +831,7 @@ fn write_sample(
     key: &str,
     dataset: &Dataset<Box<dyn Source>>,
     members: Vec<(Row, MemberReader)>,
+    inputs: &[PathBuf],
 ) -> CommandResult {
     let mut targets: Vec<(String, MemberReader)> = Vec::with_capacity(members.len());
     for (row, member) in members {
@@ -849,13 +854,14 @@ fn write_sample(
     std::fs::create_dir_all(dir).map_err(|error| output::about(dir, error))?;
     for (name, mut member) in targets {
         let target = binfmt_core::extract::safe_target(dir, &name).map_err(|e| e.to_string())?;
-        write_member(&target, &mut member)?;
+        write_member(&target, &mut member, inputs)?;
     }
     Ok(Status::Success)
 }
 
-/// Streams a member into a file, atomically.
-fn write_member(path: &Path, member: &mut MemberReader) -> Result<(), String> {
+/// Streams a member into a file, atomically; never over one of `inputs`.
+fn write_member(path: &Path, member: &mut MemberReader, inputs: &[PathBuf]) -> Result<(), String> {
+    crate::cmd::generic::refuse_overwriting_inputs(inputs, path)?;
     let mut file = binfmt_core::AtomicFile::create(path).map_err(|error| error.to_string())?;
     std::io::copy(member, &mut file)
         .map_err(|error| output::about(path, TaridxError::from_io(error, path)))?;
