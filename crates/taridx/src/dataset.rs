@@ -409,52 +409,43 @@ impl<S: Source> Dataset<S> {
     }
 
     /// Announces that `rows` (a sample's, say) will be read: each shard is
-    /// told the one range from the first member's headers to the last
-    /// member's end, so a source that pays per request (a remote shard)
-    /// fetches a sample in one request instead of one per member. Local
-    /// shards ignore it.
+    /// told what checking and reading them takes (each member's
+    /// predecessor header, the gap before it, its header and payload), so
+    /// a source that pays per request (a remote shard) fetches a sample in
+    /// one merged request instead of several per member. Local shards
+    /// ignore it.
     pub fn prefetch(&self, rows: &[Row]) {
-        let mut spans: BTreeMap<u16, Range<u64>> = BTreeMap::new();
-        for row in rows {
-            let (start, end) = (Self::header_start(row), Self::member_end(row));
-            spans
-                .entry(row.fid.get())
-                .and_modify(|span| {
-                    span.start = span.start.min(start);
-                    span.end = span.end.max(end);
-                })
-                .or_insert(start..end);
-        }
-        for (fid, span) in spans {
-            self.announce(fid, vec![span]);
-        }
+        self.announce_rows(rows, Self::member_end);
     }
 
     /// Announces that the tar headers of `rows` will be read
-    /// ([`Dataset::member_info`], a listing): each shard is told every
-    /// row's header range, payloads left out, so a remote shard fetches
-    /// them in a few merged requests, several at once.
+    /// ([`Dataset::member_info`], a listing): what checking each row reads,
+    /// payloads left out, so a remote shard fetches them in a few merged
+    /// requests, several at once.
     pub fn prefetch_headers(&self, rows: &[Row]) {
-        let mut ranges: BTreeMap<u16, Vec<Range<u64>>> = BTreeMap::new();
-        for row in rows {
-            let header_end = row.offset.get().saturating_add(BLOCK_SIZE as u64);
-            ranges
-                .entry(row.fid.get())
-                .or_default()
-                .push(Self::header_start(row)..header_end);
-        }
-        for (fid, ranges) in ranges {
-            self.announce(fid, ranges);
-        }
+        self.announce_rows(rows, |row| {
+            row.offset.get().saturating_add(BLOCK_SIZE as u64)
+        });
     }
 
-    /// Where reading a row's header starts, as a hint: a few blocks before
-    /// it, where pax or GNU records usually are (the check reads the gap
-    /// from the previous member's end, spec/taridx.md §4.2).
-    fn header_start(row: &Row) -> u64 {
-        row.offset
-            .get()
-            .saturating_sub(crate::member::NEAR_LOOKBACK)
+    /// Hands each shard the check ranges of its rows, the last one
+    /// extended to `end(row)`.
+    fn announce_rows(&self, rows: &[Row], end: impl Fn(&Row) -> u64) {
+        let mut ranges: BTreeMap<u16, Vec<Range<u64>>> = BTreeMap::new();
+        for row in rows {
+            let [predecessor, mut own] = self.index.check_ranges(row);
+            own.end = own.end.max(end(row));
+            let shard = ranges.entry(row.fid.get()).or_default();
+            shard.extend(
+                [predecessor, own]
+                    .into_iter()
+                    .filter(|range| !range.is_empty()),
+            );
+        }
+        for (fid, mut ranges) in ranges {
+            ranges.sort_by_key(|range| range.start);
+            self.announce(fid, ranges);
+        }
     }
 
     /// Where a row's payload ends (as the row says; checked when read).
@@ -489,11 +480,9 @@ impl<S: Source> Dataset<S> {
     /// against the row.
     pub fn member(&self, row: &Row) -> Result<MemberReader> {
         let shard = self.shard(row)?;
-        // The header and the payload after it: a remote shard fetches both
-        // in one request.
-        let end = Self::member_end(row).min(shard.len());
-        let span = Self::header_start(row).min(end)..end;
-        shard.will_read(std::slice::from_ref(&span));
+        // What the check reads and the payload after it: a remote shard
+        // fetches them in one request.
+        self.prefetch(std::slice::from_ref(row));
         let info = self
             .index
             .check_row(&*shard, u64::MAX, row)

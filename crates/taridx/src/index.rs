@@ -411,6 +411,30 @@ impl<S: Source> Index<S> {
         Ok(())
     }
 
+    /// The bytes of its shard that checking `row` reads up to the end of
+    /// its header, as hints for a source that pays per request: the
+    /// predecessor's header and the gap from the predecessor's end (or
+    /// the shard's start); a row that cannot be placed gets a lookback
+    /// guess, and its read reports why.
+    pub(crate) fn check_ranges(&self, row: &Row) -> [Range<u64>; 2] {
+        let offset = row.offset.get();
+        let header_end = offset.saturating_add(crate::tar::BLOCK);
+        match self
+            .places()
+            .and_then(|places| places.before(row.fid.get(), offset))
+        {
+            Ok(Some(before)) => [
+                before.offset..before.offset.saturating_add(crate::tar::BLOCK),
+                before.padded_end().min(offset)..header_end,
+            ],
+            Ok(None) => [0..0, 0..header_end],
+            Err(_) => [
+                0..0,
+                offset.saturating_sub(crate::member::NEAR_LOOKBACK)..header_end,
+            ],
+        }
+    }
+
     /// Checks row `number` against the tar header it points at in `shard`
     /// ([`crate::Dataset::member`] does this before every read): see
     /// spec/taridx.md §4 for the rules. Returns the member's real name.
