@@ -145,6 +145,15 @@ pub mod interop {
     }
 
     impl Servers {
+        /// The response-body bytes of nginx access-log lines (the fifth
+        /// field of the `ranges` log format), summed.
+        pub fn nginx_body_bytes(lines: &[String]) -> u64 {
+            lines
+                .iter()
+                .filter_map(|line| line.split(' ').nth(4)?.parse::<u64>().ok())
+                .sum()
+        }
+
         /// Puts an object into the test bucket, signed with the good key.
         pub fn s3_put(&self, key: &str, bytes: &[u8]) {
             use object_store::ObjectStoreExt;

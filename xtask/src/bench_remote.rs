@@ -74,11 +74,7 @@ fn measured(
     let lines = servers.nginx_log(&format!("bench-remote/{name}"), *seen + 1);
     let new = lines.get(*seen..).unwrap_or_default();
     *seen = lines.len();
-    // `$connection METHOD URI STATUS BYTES range=...`
-    let bytes = new
-        .iter()
-        .filter_map(|line| line.split(' ').nth(4)?.parse::<u64>().ok())
-        .sum();
+    let bytes = Servers::nginx_body_bytes(new);
     Ok(Cost {
         requests: new.len() as u64,
         bytes,

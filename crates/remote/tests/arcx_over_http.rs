@@ -25,11 +25,7 @@ use binfmt_tests::{pseudo_random_bytes, write_tree};
 /// requests).
 fn logged(servers: &Servers, name: &str, at_least: usize) -> (u64, u64) {
     let lines = servers.nginx_log(name, at_least);
-    let bytes = lines
-        .iter()
-        .map(|line| line.split(' ').nth(4).unwrap().parse::<u64>().unwrap())
-        .sum();
-    (lines.len() as u64, bytes)
+    (lines.len() as u64, Servers::nginx_body_bytes(&lines))
 }
 
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
