@@ -107,6 +107,8 @@ pub struct Archive {
     pub total_files: Option<u32>,
     /// The header's manifest offset (default: the real one).
     pub header_manifest_offset: Option<u64>,
+    /// Zero bytes after the manifest's last table, before compression.
+    pub manifest_padding: usize,
 }
 
 fn put(out: &mut Vec<u8>, mut value: u64) {
@@ -308,6 +310,7 @@ impl Archive {
             section.push(file.kind);
         }
         put_section(&mut body, &section);
+        body.resize(body.len() + self.manifest_padding, 0);
 
         let manifest_offset = 80 + data.len() as u64;
         let region = [
@@ -371,6 +374,7 @@ impl Archive {
             put(&mut raw, self.block_size(id));
             raw.extend_from_slice(&u64::from(crc).to_be_bytes());
         }
+        raw.resize(raw.len() + self.manifest_padding, 0);
         let region = [
             &[1u8][..],
             &zstd::bulk::compress(&raw, 3).unwrap_or_default(),

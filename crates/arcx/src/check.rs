@@ -9,6 +9,8 @@
 
 use std::collections::HashSet;
 
+use binfmt_core::alloc::vec_with_capacity;
+
 use crate::error::{ArcxError, Result};
 use crate::format::{Codec, HEADER_SIZE};
 use crate::manifest::{FileKind, Manifest};
@@ -147,14 +149,14 @@ fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
     }
     // Chunks of one block must not overlap: sort (block, offset) and compare
     // neighbours. Empty chunks overlap nothing.
-    let mut order: Vec<u32> = (0..manifest.chunks().len() as u32)
-        .filter(|&id| {
+    let mut order: Vec<u32> =
+        vec_with_capacity(manifest.chunks().len(), "chunk order").map_err(ArcxError::Manifest)?;
+    order.extend((0..manifest.chunks().len() as u32).filter(|&id| {
             manifest
                 .chunks()
                 .get(id as usize)
                 .is_some_and(|c| c.size > 0)
-        })
-        .collect();
+        }));
     order.sort_unstable_by_key(|&id| {
         manifest
             .chunks()
@@ -278,10 +280,13 @@ fn check_files(manifest: &Manifest, users: &[u32], limits: &Limits) -> Result<()
 }
 
 fn index_paths(manifest: &Manifest) -> Result<PathIndex> {
-    let mut entries: Vec<(u64, u32)> = manifest
-        .files()
-        .map(|file| (file.path().hash(), file.index()))
-        .collect();
+    let mut entries: Vec<(u64, u32)> =
+        vec_with_capacity(manifest.len(), "path index").map_err(ArcxError::Manifest)?;
+    entries.extend(
+        manifest
+            .files()
+            .map(|file| (file.path().hash(), file.index())),
+    );
     entries.sort_unstable();
     // Equal paths have equal hashes: compare the paths of each run of equal
     // hashes (almost always a run of one).

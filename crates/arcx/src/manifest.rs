@@ -43,6 +43,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use binfmt_core::alloc::{reserve, vec_with_capacity};
 use binfmt_core::varint;
 use binfmt_core::{ByteReader, Error};
 use serde::{Deserialize, Serialize};
@@ -240,6 +241,7 @@ impl Strings {
     fn push(&mut self, string: &str) -> Result<u32, Error> {
         let id = u32::try_from(self.ends.len())
             .map_err(|_| Error::corrupt("string table", "more than 2^32 strings"))?;
+        reserve(&mut self.bytes, string.len(), "string table")?;
         self.bytes.extend_from_slice(string.as_bytes());
         let end = u32::try_from(self.bytes.len())
             .map_err(|_| Error::corrupt("string table", "more than 4 GiB of strings"))?;
@@ -649,7 +651,7 @@ impl Manifest {
 
         let mut files_section = sections.required("file table")?;
         let count = files_section.count(37, "file count")?;
-        let mut files = Vec::with_capacity(count);
+        let mut files = vec_with_capacity(count, "file table")?;
         let mut chunk_ids = Vec::new();
         for expected_id in 0..count {
             check_id(files_section.varint("file id")?, expected_id, "file")?;
@@ -674,8 +676,8 @@ impl Manifest {
 
         let mut chunks_section = sections.required("chunk table")?;
         let count = chunks_section.count(6, "chunk count")?;
-        let mut chunks = Vec::with_capacity(count);
-        let mut file_offsets = Vec::with_capacity(count);
+        let mut chunks = vec_with_capacity(count, "chunk table")?;
+        let mut file_offsets = vec_with_capacity(count, "chunk table")?;
         let mut chunk_id = 0u64;
         for index in 0..count {
             chunk_id = chunk_id.wrapping_add(chunks_section.varint("chunk id")?);
@@ -698,7 +700,7 @@ impl Manifest {
 
         let mut blocks_section = sections.required("block table")?;
         let count = blocks_section.count(13, "block count")?;
-        let mut blocks = Vec::with_capacity(count);
+        let mut blocks = vec_with_capacity(count, "block table")?;
         let (mut block_id, mut offset) = (0u64, 0u64);
         for index in 0..count {
             block_id = block_id.wrapping_add(blocks_section.varint("block id")?);
@@ -854,7 +856,7 @@ impl Manifest {
         };
         let strings = read_strings(&mut reader)?;
         let count = reader.count(42, "file count")?;
-        let mut files = Vec::with_capacity(count);
+        let mut files = vec_with_capacity(count, "file table")?;
         let mut chunk_ids = Vec::new();
         for expected_id in 0..count {
             check_id(reader.varint("file id")?, expected_id, "file")?;
@@ -882,7 +884,7 @@ impl Manifest {
             });
         }
         let count = reader.count(5, "chunk count")?;
-        let mut chunks = Vec::with_capacity(count);
+        let mut chunks = vec_with_capacity(count, "chunk table")?;
         let mut chunk_id = 0u64;
         for index in 0..count {
             chunk_id = chunk_id.wrapping_add(reader.varint("chunk id")?);
@@ -900,7 +902,7 @@ impl Manifest {
             });
         }
         let count = reader.count(13, "block count")?;
-        let mut blocks = Vec::with_capacity(count);
+        let mut blocks = vec_with_capacity(count, "block table")?;
         let (mut block_id, mut offset) = (0u64, 0u64);
         for index in 0..count {
             block_id = block_id.wrapping_add(reader.varint("block id")?);
@@ -1015,7 +1017,7 @@ fn read_strings(reader: &mut ByteReader<'_>) -> Result<Strings, Error> {
     let count = reader.count(1, "string count")?;
     let mut strings = Strings {
         bytes: Vec::new(),
-        ends: Vec::with_capacity(count),
+        ends: vec_with_capacity(count, "string table")?,
     };
     for _ in 0..count {
         let len = reader.varint("string length")?;
@@ -1088,6 +1090,7 @@ fn read_chunk_ids(
     let count = reader.count(1, "file chunk count")?;
     let start = u32::try_from(arena.len())
         .map_err(|_| Error::corrupt("file table", "more than 2^32 chunk references"))?;
+    reserve(arena, count, "file chunk lists")?;
     let mut id = 0u64;
     for position in 0..count {
         let delta = reader.varint("file chunk")?;

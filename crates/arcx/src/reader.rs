@@ -32,6 +32,10 @@ pub struct Limits {
     pub max_manifest_stored: u64,
     /// The largest manifest once decompressed (default 1 GiB).
     pub max_manifest_size: u64,
+    /// How many times its stored size a compressed manifest may grow
+    /// (default 256; manifests of 16 MiB or less are not held to it). Real
+    /// manifests compress 3-20x; zero padding compresses 30,000x.
+    pub max_manifest_ratio: u64,
     /// The largest block once decompressed (default 256 MiB; at most 4 GiB).
     pub max_block_size: u64,
     /// The largest block that several chunks share, and the largest block
@@ -45,6 +49,7 @@ impl Default for Limits {
         Self {
             max_manifest_stored: 256 << 20,
             max_manifest_size: 1 << 30,
+            max_manifest_ratio: 256,
             max_block_size: 256 << 20,
             max_shared_block: 16 << 20,
         }
@@ -90,6 +95,18 @@ impl Limits {
     pub fn with_max_manifest_size(mut self, bytes: u64) -> Self {
         self.max_manifest_size = bytes;
         self
+    }
+
+    /// These limits with `max_manifest_ratio` set.
+    pub fn with_max_manifest_ratio(mut self, ratio: u64) -> Self {
+        self.max_manifest_ratio = ratio;
+        self
+    }
+
+    /// The most bytes a manifest stored in `stored` bytes may decompress to.
+    fn manifest_budget(&self, stored: u64) -> u64 {
+        let by_ratio = stored.saturating_mul(self.max_manifest_ratio).max(16 << 20);
+        self.max_manifest_size.min(by_ratio)
     }
 
     /// These limits with `max_block_size` set (capped at 4 GiB, what a
@@ -151,7 +168,8 @@ fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
         .read_to_end(&mut out)?;
     if out.len() as u64 > limit {
         return Err(io::Error::other(format!(
-            "decompresses beyond {limit} bytes"
+            "{} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)",
+            stored.len()
         )));
     }
     Ok(out)
@@ -347,8 +365,8 @@ impl<S: Source> Archive<S> {
             return Err(ArcxError::ManifestChecksum { expected, found });
         }
         let compressed = region.get(MANIFEST_MAGIC.len()..).unwrap_or_default();
-        let body =
-            decompress_bounded(compressed, limits.max_manifest_size).map_err(zstd_manifest)?;
+        let budget = limits.manifest_budget(compressed.len() as u64);
+        let body = decompress_bounded(compressed, budget).map_err(zstd_manifest)?;
         Manifest::decode_spec_body(&body).map_err(manifest_error)
     }
 
@@ -403,8 +421,8 @@ impl<S: Source> Archive<S> {
                 ))
             })?;
         if flags & 0x01 != 0 {
-            let raw =
-                decompress_bounded(payload, limits.max_manifest_size).map_err(zstd_manifest)?;
+            let budget = limits.manifest_budget(payload.len() as u64);
+            let raw = decompress_bounded(payload, budget).map_err(zstd_manifest)?;
             Manifest::decode_cli_raw(&raw)
         } else {
             Manifest::decode_cli_raw(payload)

@@ -241,6 +241,17 @@ fn cases() -> Vec<Case> {
         expect: |e| manifest_says("a directory entry holds bytes")(e),
     });
 
+    // A manifest that decompresses to 17 MiB of zeros after its tables:
+    // a few kilobytes may not claim that much memory (finding 10 of the
+    // outside attack padded 1 GiB into 33 KB).
+    let mut build = three();
+    build.manifest_padding = 17 << 20;
+    cases.push(Case {
+        name: "manifest-padded-with-zeros",
+        build,
+        expect: |e| manifest_says("decompress beyond 16777216 bytes")(e),
+    });
+
     // A name holding nothing.
     let mut build = three();
     build.strings[1] = String::new();

@@ -176,6 +176,16 @@ pub enum Error {
         limit: u64,
     },
 
+    /// Memory for a table the input describes could not be reserved: the
+    /// input is within its limits, but this process cannot hold it.
+    #[error("{what}: cannot allocate {bytes} bytes for it")]
+    OutOfMemory {
+        /// The table.
+        what: What,
+        /// The bytes asked for.
+        bytes: u64,
+    },
+
     /// An I/O operation on a named file failed.
     #[error("{}: {source}", path.display())]
     Io {

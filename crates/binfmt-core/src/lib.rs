@@ -23,6 +23,7 @@
 
 #![deny(missing_docs)]
 
+pub mod alloc;
 pub mod atomic;
 pub mod cursor;
 pub mod error;
