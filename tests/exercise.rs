@@ -205,7 +205,10 @@ pub fn read_tar(bytes: Vec<u8>) -> Result<(), String> {
         for member in &members {
             builder.add(0, member.clone()).map_err(|e| e.to_string())?;
         }
-        read_taridx(builder.to_bytes(), Some(&shards))?;
+        read_taridx(
+            builder.to_bytes().map_err(|e| e.to_string())?,
+            Some(&shards),
+        )?;
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ fn index_of(shards: &[Vec<u8>]) -> Vec<u8> {
             index.add(fid as u16, member).unwrap();
         }
     }
-    index.to_bytes()
+    index.to_bytes().unwrap()
 }
 
 /// The base fold: two plain samples, a directory, a member named by a pax
@@ -544,7 +544,7 @@ fn webdataset_keys_are_recorded_and_used() {
     for member in binfmt_taridx::tar::scan(&shards[0]).unwrap() {
         builder.add(0, member).unwrap();
     }
-    let bytes = builder.to_bytes();
+    let bytes = builder.to_bytes().unwrap();
     assert_eq!(&bytes[8..12], &[1, 0, 1, 0], "major 1, minor 1");
     assert_eq!(bytes[56] & 2, 2, "flag bit 1");
     let case = Case {

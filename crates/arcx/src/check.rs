@@ -152,11 +152,11 @@ fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
     let mut order: Vec<u32> =
         vec_with_capacity(manifest.chunks().len(), "chunk order").map_err(ArcxError::Manifest)?;
     order.extend((0..manifest.chunks().len() as u32).filter(|&id| {
-            manifest
-                .chunks()
-                .get(id as usize)
-                .is_some_and(|c| c.size > 0)
-        }));
+        manifest
+            .chunks()
+            .get(id as usize)
+            .is_some_and(|c| c.size > 0)
+    }));
     order.sort_unstable_by_key(|&id| {
         manifest
             .chunks()

@@ -180,10 +180,7 @@ fn manifest_error(error: binfmt_core::Error) -> ArcxError {
 }
 
 fn zstd_manifest(error: io::Error) -> ArcxError {
-    manifest_error(binfmt_core::Error::corrupt(
-        "manifest",
-        format!("zstd: {error}"),
-    ))
+    manifest_error(binfmt_core::Error::corrupt("zstd frame", error.to_string()))
 }
 
 fn too_large(what: &'static str, value: u64, limit: u64) -> ArcxError {

@@ -17,13 +17,13 @@
 //! - `n_stems` counts distinct stems; flag bit 0 is set when the rows form
 //!   one run per `(keyhash, crashid)`.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
+use binfmt_core::alloc::vec_with_capacity;
 use binfmt_core::layout::{IntoBytes, U16, U32, U64};
 use binfmt_core::{AtomicFile, FileSource, IoResultExt};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
@@ -61,17 +61,11 @@ impl Prepared {
 }
 
 /// One shard scanned: its rows (fid set, extension ids the shard's own,
-/// crash ids still 0), and each row's stem, kept once per run of rows with
-/// the same stem in one arena.
+/// crash ids still 0) and its runs of rows with one stem.
 #[derive(Debug, Default)]
 struct ScannedShard {
     rows: Vec<Row>,
-    /// For each row, which stem (index into `stem_starts`).
-    stem_of_row: Vec<u32>,
-    /// The stems, one after another.
-    stems: String,
-    /// Where each stem starts in `stems` (it ends where the next starts).
-    stem_starts: Vec<usize>,
+    stems: Stems,
     /// The shard's extensions in first-seen order; rows' `extid` index it.
     extensions: Vec<String>,
     extension_ids: HashMap<String, u16, Xxh3DefaultBuilder>,
@@ -107,23 +101,7 @@ impl ScannedShard {
             }
         };
         let key = keyhash(stem);
-        let same_as_last = self
-            .rows
-            .last()
-            .is_some_and(|last| last.keyhash.get() == key)
-            && self.last_stem() == Some(stem);
-        if !same_as_last {
-            self.stem_starts.push(self.stems.len());
-            self.stems.push_str(stem);
-        }
-        let stem_id = u32::try_from(self.stem_starts.len() - 1).map_err(|_| {
-            binfmt_core::Error::LimitExceeded {
-                what: "taridx stems in one shard".into(),
-                value: self.stem_starts.len() as u64,
-                limit: u32::MAX.into(),
-            }
-        })?;
-        self.stem_of_row.push(stem_id);
+        self.stems.note(key, stem, self.rows.len() as u64);
         self.rows.push(Row {
             fid: U16::new(fid),
             offset: U64::new(offset),
@@ -134,76 +112,135 @@ impl ScannedShard {
         });
         Ok(())
     }
-
-    fn last_stem(&self) -> Option<&str> {
-        let last = self.stem_starts.len().checked_sub(1)?;
-        Some(stem_in(
-            &self.stems,
-            &self.stem_starts,
-            u32::try_from(last).ok()?,
-        ))
-    }
 }
 
-/// Stem `id` of a shard's arena.
-fn stem_in<'a>(stems: &'a str, starts: &[usize], id: u32) -> &'a str {
-    let id = id as usize;
-    let start = starts.get(id).copied().unwrap_or(0);
-    let end = starts.get(id + 1).copied().unwrap_or(stems.len());
-    stems.get(start..end).unwrap_or_default()
-}
-
-/// Hashes the key hashes of the canonical-stem map: they are xxh64 values
-/// already, but ones a crafted shard can choose, so they are mixed with a
-/// per-process random seed (a folded 128-bit multiply) rather than used as
-/// they are.
+/// A run of consecutive rows with one stem.
 #[derive(Debug, Clone, Copy)]
-struct SeededKeys {
-    seed: u64,
+struct StemRun {
+    /// The stem's hash.
+    key: u64,
+    /// The run's first row.
+    first_row: u64,
+    /// Where the run's stem ends in [`Stems::text`] (it starts where the
+    /// previous run's ends).
+    stem_end: u64,
 }
 
-impl Default for SeededKeys {
-    fn default() -> Self {
-        use std::hash::{BuildHasher, RandomState};
-        Self {
-            seed: RandomState::new().hash_one(0x7461_7269_6478_u64) | 1,
-        }
-    }
+/// The stems of a sequence of rows, one per run of rows with one stem:
+/// 24 bytes per run plus the stem's text, far less than a map of stems
+/// (a hash table of 1 million stems took 48 MB, 72 MB while it grew).
+#[derive(Debug, Default)]
+struct Stems {
+    runs: Vec<StemRun>,
+    text: String,
 }
 
-impl std::hash::BuildHasher for SeededKeys {
-    type Hasher = SeededKeyHasher;
-
-    fn build_hasher(&self) -> SeededKeyHasher {
-        SeededKeyHasher {
-            seed: self.seed,
-            state: 0,
-        }
-    }
-}
-
-/// The hasher of [`SeededKeys`].
-#[derive(Debug, Clone, Copy)]
-struct SeededKeyHasher {
-    seed: u64,
-    state: u64,
-}
-
-impl std::hash::Hasher for SeededKeyHasher {
-    fn finish(&self) -> u64 {
-        self.state
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.write_u64(u64::from(byte));
+impl Stems {
+    /// Notes that row `row` has stem `stem` (hashed to `key`): a new run
+    /// unless the last run has that stem.
+    fn note(&mut self, key: u64, stem: &str, row: u64) {
+        let same_as_last = self
+            .runs
+            .last()
+            .is_some_and(|last| last.key == key && self.stem(self.runs.len() - 1) == stem);
+        if !same_as_last {
+            self.text.push_str(stem);
+            self.runs.push(StemRun {
+                key,
+                first_row: row,
+                stem_end: self.text.len() as u64,
+            });
         }
     }
 
-    fn write_u64(&mut self, value: u64) {
-        let product = u128::from(value ^ self.state ^ self.seed)
-            * u128::from(0x9e37_79b9_7f4a_7c15_u64 ^ self.seed.rotate_left(32));
-        self.state = (product as u64) ^ ((product >> 64) as u64);
+    /// The stem of run `run`.
+    fn stem(&self, run: usize) -> &str {
+        let start = run
+            .checked_sub(1)
+            .and_then(|previous| self.runs.get(previous))
+            .map_or(0, |previous| previous.stem_end as usize);
+        let end = self
+            .runs
+            .get(run)
+            .map_or(start, |run| run.stem_end as usize);
+        self.text.get(start..end).unwrap_or_default()
+    }
+
+    /// Appends `other`, whose rows start at row `first_row`.
+    fn append(&mut self, other: &Self, first_row: u64) {
+        let base = self.text.len() as u64;
+        self.text.push_str(&other.text);
+        self.runs.extend(other.runs.iter().map(|run| StemRun {
+            key: run.key,
+            first_row: run.first_row + first_row,
+            stem_end: run.stem_end + base,
+        }));
+    }
+
+    /// Gives every row its crash id: the first stem seen with a hash is
+    /// canonical (0); each other stem with that hash gets the next id in
+    /// the order the stems were first seen. Returns the number of distinct
+    /// stems and the crash stems in id order. Work: one sort of the runs by
+    /// hash (16 bytes per run while it lasts), then linear.
+    fn crash_ids(&self, rows: &mut [Row]) -> Result<(u64, Vec<String>)> {
+        let mut order: Vec<(u64, u64)> = vec_with_capacity(self.runs.len(), "taridx stem order")?;
+        order.extend((0u64..).zip(&self.runs).map(|(run, r)| (r.key, run)));
+        order.sort_unstable();
+        let mut distinct = 0u64;
+        // (the run where a crash stem first shows, a run with that stem)
+        let mut crashing: Vec<(u64, u64)> = Vec::new();
+        for group in order.chunk_by(|a, b| a.0 == b.0) {
+            distinct += 1;
+            let Some((&(_, canonical_run), rest)) = group.split_first() else {
+                continue;
+            };
+            let canonical = self.stem(canonical_run as usize);
+            // Built only when a second stem shows under one hash (rare).
+            let mut first_seen: HashMap<&str, u64> = HashMap::new();
+            for &(_, run) in rest {
+                let stem = self.stem(run as usize);
+                if stem == canonical {
+                    continue;
+                }
+                let first = *first_seen.entry(stem).or_insert_with(|| {
+                    distinct += 1;
+                    run
+                });
+                crashing.push((first, run));
+            }
+        }
+        crashing.sort_unstable();
+        let mut crash_stems = Vec::new();
+        let mut current: Option<(u64, u32)> = None;
+        for (first, run) in crashing {
+            let id = match current {
+                Some((stem_run, id)) if stem_run == first => id,
+                _ => {
+                    let id = u32::try_from(crash_stems.len() + 1).map_err(|_| {
+                        binfmt_core::Error::LimitExceeded {
+                            what: "taridx crash stems (crashid is 32 bits)".into(),
+                            value: crash_stems.len() as u64 + 1,
+                            limit: u32::MAX.into(),
+                        }
+                    })?;
+                    crash_stems.push(self.stem(first as usize).to_owned());
+                    current = Some((first, id));
+                    id
+                }
+            };
+            let start = self
+                .runs
+                .get(run as usize)
+                .map_or(0, |r| r.first_row as usize);
+            let end = self
+                .runs
+                .get(run as usize + 1)
+                .map_or(rows.len(), |next| next.first_row as usize);
+            for row in rows.get_mut(start..end).unwrap_or_default() {
+                row.crashid = U32::new(id);
+            }
+        }
+        Ok((distinct, crash_stems))
     }
 }
 
@@ -231,11 +268,12 @@ pub struct IndexBuilder {
     rows: Vec<Row>,
     extension_ids: HashMap<String, u16, Xxh3DefaultBuilder>,
     extensions: Vec<String>,
-    /// The canonical stem of each key hash, as a range of `canonical_stems`.
-    canonical: HashMap<u64, (usize, usize), SeededKeys>,
-    canonical_stems: String,
-    crash_ids: HashMap<String, u32, Xxh3DefaultBuilder>,
+    stems: Stems,
+    /// Distinct stems and crash stems, as of the last [`Self::resolve`].
+    n_stems: u64,
     crash_stems: Vec<String>,
+    /// Rows whose crash ids are given: all of them after `resolve`.
+    resolved_rows: usize,
 }
 
 impl IndexBuilder {
@@ -261,13 +299,13 @@ impl IndexBuilder {
             key,
         } = member;
         let extid = self.extension_id(&split.extension)?;
-        let crashid = self.crash_id(key, &split.key)?;
+        self.stems.note(key, &split.key, self.rows.len() as u64);
         self.rows.push(Row {
             fid: U16::new(fid),
             offset: U64::new(offset),
             size: U64::new(size),
             extid: U16::new(extid),
-            crashid: U32::new(crashid),
+            crashid: U32::new(0),
             keyhash: U64::new(key),
         });
         Ok(())
@@ -287,45 +325,11 @@ impl IndexBuilder {
         Ok(id)
     }
 
-    /// The crash id of `stem` (whose hash is `key`): 0 for the first stem
-    /// seen with that hash, else its place among the other stems.
-    fn crash_id(&mut self, key: u64, stem: &str) -> Result<u32> {
-        let canonical = match self.canonical.entry(key) {
-            Entry::Vacant(vacant) => {
-                let start = self.canonical_stems.len();
-                self.canonical_stems.push_str(stem);
-                vacant.insert((start, stem.len()));
-                return Ok(0);
-            }
-            Entry::Occupied(occupied) => *occupied.get(),
-        };
-        let (start, len) = canonical;
-        if self.canonical_stems.get(start..start + len) == Some(stem) {
-            return Ok(0);
-        }
-        if let Some(&id) = self.crash_ids.get(stem) {
-            return Ok(id);
-        }
-        let id = u32::try_from(self.crash_stems.len() + 1).map_err(|_| {
-            binfmt_core::Error::LimitExceeded {
-                what: "taridx crash stems (crashid is 32 bits)".into(),
-                value: self.crash_stems.len() as u64 + 1,
-                limit: u32::MAX.into(),
-            }
-        })?;
-        self.crash_ids.insert(stem.to_owned(), id);
-        self.crash_stems.push(stem.to_owned());
-        Ok(id)
-    }
-
-    /// Adds a scanned shard's rows: its extension ids made global, crash
-    /// ids given (once per run of rows with one stem).
+    /// Adds a scanned shard's rows, its extension ids made global.
     fn add_shard(&mut self, shard: ScannedShard) -> Result<()> {
         let ScannedShard {
             mut rows,
-            stem_of_row,
             stems,
-            stem_starts,
             extensions,
             ..
         } = shard;
@@ -333,47 +337,53 @@ impl IndexBuilder {
             .iter()
             .map(|extension| self.extension_id(extension))
             .collect::<Result<_>>()?;
-        let mut last: Option<(u32, u32)> = None;
-        for (row, &stem_id) in rows.iter_mut().zip(&stem_of_row) {
+        for row in &mut rows {
             let local = usize::from(row.extid.get());
             row.extid = U16::new(global.get(local).copied().unwrap_or_default());
-            let crashid = match last {
-                Some((last_stem, crashid)) if last_stem == stem_id => crashid,
-                _ => {
-                    let stem = stem_in(&stems, &stem_starts, stem_id);
-                    let crashid = self.crash_id(row.keyhash.get(), stem)?;
-                    last = Some((stem_id, crashid));
-                    crashid
-                }
-            };
-            row.crashid = U32::new(crashid);
         }
+        self.stems.append(&stems, self.rows.len() as u64);
         self.rows.extend_from_slice(&rows);
         Ok(())
     }
 
-    /// The rows so far.
-    pub fn rows(&self) -> &[Row] {
-        &self.rows
+    /// Gives the rows added since the last call their crash ids (every
+    /// call looks at all stems: ids follow first-seen order, so earlier
+    /// rows keep theirs).
+    fn resolve(&mut self) -> Result<()> {
+        if self.resolved_rows == self.rows.len() {
+            return Ok(());
+        }
+        let (n_stems, crash_stems) = self.stems.crash_ids(&mut self.rows)?;
+        self.n_stems = n_stems;
+        self.crash_stems = crash_stems;
+        self.resolved_rows = self.rows.len();
+        Ok(())
+    }
+
+    /// The rows so far, with their crash ids.
+    pub fn rows(&mut self) -> Result<&[Row]> {
+        self.resolve()?;
+        Ok(&self.rows)
     }
 
     /// Writes the index to `out` and returns it.
-    pub fn write_to<W: Write>(&self, mut out: W) -> Result<W> {
-        self.parts()
+    pub fn write_to<W: Write>(&mut self, mut out: W) -> Result<W> {
+        self.parts()?
             .write(&mut out)
             .map_err(|error| binfmt_core::Error::io("<index output>", error))?;
         Ok(out)
     }
 
     /// The index file's bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        self.parts().each().concat()
+    pub fn to_bytes(&mut self) -> Result<Vec<u8>> {
+        Ok(self.parts()?.each().concat())
     }
 
-    fn parts(&self) -> Parts<'_> {
+    fn parts(&mut self) -> Result<Parts<'_>> {
+        self.resolve()?;
         let extension_block = self.extensions.join("\n");
         let crash_block = self.crash_stems.join("\n");
-        let n_stems = (self.canonical.len() + self.crash_stems.len()) as u64;
+        let n_stems = self.n_stems;
         let off_crash = u64::from(HEADER_SIZE) + extension_block.len() as u64;
         let off_arr = off_crash + crash_block.len() as u64;
         let contiguous = rows_contiguous(&self.rows, n_stems);
@@ -401,19 +411,20 @@ impl IndexBuilder {
             flags,
             reserved: [0; 7],
         };
-        Parts {
+        Ok(Parts {
             header,
             extension_block,
             crash_block,
             rows: &self.rows,
-        }
+        })
     }
 
     /// Writes the index to `path` atomically.
-    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
+    pub fn write_file(&mut self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
+        let parts = self.parts()?;
         let mut file = AtomicFile::create(path)?;
-        self.parts().write(&mut file).with_path(path)?;
+        parts.write(&mut file).with_path(path)?;
         file.commit()?;
         Ok(())
     }
@@ -455,7 +466,7 @@ impl<W: Write> IndexWriter<W> {
     }
 
     /// Writes the index and returns the writer.
-    pub fn finish(self) -> Result<W> {
+    pub fn finish(mut self) -> Result<W> {
         self.builder.write_to(self.out)
     }
 }
@@ -698,7 +709,7 @@ pub fn index_fold(
 ) -> Result<PathBuf> {
     let root = root.as_ref();
     let shards = fold_shards(root, fold)?;
-    let builder = index_shards(&shards, options, on_shard_done)?;
+    let mut builder = index_shards(&shards, options, on_shard_done)?;
     let path = fold_index_path(root, fold);
     builder.write_file(&path)?;
     Ok(path)
@@ -725,9 +736,14 @@ mod tests {
         {
             builder.add(0, member(name, i as u64 * 1024)).unwrap();
         }
-        let extids: Vec<u16> = builder.rows().iter().map(|r| r.extid.get()).collect();
+        let extids: Vec<u16> = builder
+            .rows()
+            .unwrap()
+            .iter()
+            .map(|r| r.extid.get())
+            .collect();
         assert_eq!(extids, [0, 1, 1, 0, 2]);
-        let bytes = builder.to_bytes();
+        let bytes = builder.to_bytes().unwrap();
         let index = crate::Index::new(bytes).unwrap();
         assert_eq!(index.extensions(), ["jpg", "json", "txt"]);
         assert_eq!(index.n_stems(), 2);
@@ -753,9 +769,14 @@ mod tests {
             prepared.key = 42;
             builder.add_prepared(0, prepared).unwrap();
         }
-        let crashids: Vec<u32> = builder.rows().iter().map(|r| r.crashid.get()).collect();
+        let crashids: Vec<u32> = builder
+            .rows()
+            .unwrap()
+            .iter()
+            .map(|r| r.crashid.get())
+            .collect();
         assert_eq!(crashids, [0, 1, 0, 2, 1]);
-        let index = crate::Index::new(builder.to_bytes()).unwrap();
+        let index = crate::Index::new(builder.to_bytes().unwrap()).unwrap();
         assert_eq!(index.crash_stems().collect::<Vec<_>>(), ["second", "third"]);
         assert_eq!(index.crash_id("third"), 2);
         assert_eq!(index.crash_id("first"), 0);

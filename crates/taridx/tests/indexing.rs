@@ -67,11 +67,13 @@ fn any_thread_count_gives_the_same_bytes() {
     let shards = fold_shards(fixture("reference/taridx"), "golden").unwrap();
     let serial = index_shards(&shards, IndexOptions::new().jobs(Some(1)), || {})
         .unwrap()
-        .to_bytes();
+        .to_bytes()
+        .unwrap();
     for jobs in [2, 3, 8] {
         let parallel = index_shards(&shards, IndexOptions::new().jobs(Some(jobs)), || {})
             .unwrap()
-            .to_bytes();
+            .to_bytes()
+            .unwrap();
         assert!(parallel == serial, "jobs = {jobs}");
     }
 }
@@ -101,8 +103,8 @@ fn rows_match_tarfiles_members_field_by_field() {
         .iter()
         .map(|name| dir.path().join(name))
         .collect();
-    let builder = index_shards(&shards, IndexOptions::default(), || {}).unwrap();
-    let index = Index::new(builder.to_bytes()).unwrap();
+    let mut builder = index_shards(&shards, IndexOptions::default(), || {}).unwrap();
+    let index = Index::new(builder.to_bytes().unwrap()).unwrap();
     index
         .verify(Some(&ShardFiles::new(shards.clone())))
         .unwrap();

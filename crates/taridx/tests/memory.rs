@@ -117,7 +117,7 @@ fn members_stream() {
             },
         )
         .unwrap();
-    let index = Index::new(builder.to_bytes()).unwrap();
+    let index = Index::new(builder.to_bytes().unwrap()).unwrap();
     let dataset = Dataset::new(index, ShardBytes::new([shard]), DatasetOptions::new()).unwrap();
     let row = dataset.rows()[0];
     let mut buffer = vec![0u8; 64 << 10];

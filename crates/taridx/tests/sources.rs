@@ -62,7 +62,7 @@ fn each_operation_reads_only_what_it_needs() {
     for member in members.clone() {
         builder.add(0, member).unwrap();
     }
-    let index_bytes = builder.to_bytes();
+    let index_bytes = builder.to_bytes().unwrap();
     let off_arr = u64::from_le_bytes(index_bytes[48..56].try_into().unwrap());
 
     let (source, index_stats) = counted(index_bytes.clone(), "index");

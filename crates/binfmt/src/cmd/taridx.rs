@@ -594,7 +594,7 @@ fn import(args: &ImportArgs) -> CommandResult {
     use binfmt_taridx::foreign;
     let out = &args.output;
     let rule = KeyRule::from(args.keys);
-    let (shards, builder) = match args.from {
+    let (shards, mut builder) = match args.from {
         ForeignArg::Wids => {
             let [list] = args.inputs.as_slice() else {
                 output::usage_error("wids: give one shard list")
@@ -602,10 +602,10 @@ fn import(args: &ImportArgs) -> CommandResult {
             let entries = foreign::read_wids_shard_list(list).map_err(failed(list))?;
             let shards: Vec<PathBuf> = entries.iter().map(|(path, _)| path.clone()).collect();
             binfmt_taridx::shards::check_not_input(out, &shards).map_err(failed(out))?;
-            let builder =
+            let mut builder =
                 binfmt_taridx::index_shards(&shards, IndexOptions::new().key_rule(rule), || {})
                     .map_err(|e| e.to_string())?;
-            let rows = builder.rows();
+            let rows = builder.rows().map_err(failed(out))?;
             for (fid, (shard, nsamples)) in entries.iter().enumerate() {
                 let counted = foreign::shard_samples(rows, fid as u16).len() as u64;
                 if counted != *nsamples {
@@ -647,7 +647,7 @@ fn import(args: &ImportArgs) -> CommandResult {
         }
     };
     // The foreign index is a claim: check every row against its shard.
-    let index = Index::new(builder.to_bytes()).map_err(failed(out))?;
+    let index = Index::new(builder.to_bytes().map_err(failed(out))?).map_err(failed(out))?;
     index
         .verify(Some(&binfmt_taridx::ShardFiles::new(shards)))
         .map_err(failed(out))?;
