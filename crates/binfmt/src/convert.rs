@@ -182,15 +182,17 @@ pub fn convert_source(
     let types = Types::of(source, &entries)?;
     // The types record would take the place of an entry of its name: refuse
     // before anything is written, on every target alike.
+    // Refused even when no record is needed (all arrays uint8): converted
+    // back, the key's bytes would be read as a record and retype arrays.
     if to != Format::Kast
-        && types.record().is_some()
+        && types.from_kastore
         && entries.iter().any(|entry| entry.name == TYPES_ENTRY)
     {
         return Err(Error::CannotHold {
             file: source.file().to_owned(),
             name: TYPES_ENTRY.to_owned(),
             why: format!(
-                "converting a kastore with typed arrays to {to} writes its element types under this name; rename the key (or convert to kast, which needs no record)"
+                "converting a kastore to {to} reserves this name for its element types (converted back, this key would be read as them); rename the key (or convert to kast, which needs no record)"
             ),
         });
     }
@@ -369,16 +371,6 @@ impl<'a> Input<'a> {
         Ok(reader)
     }
 
-    /// One entry's bytes.
-    fn read(&self, name: &str) -> Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        self.open(name)?
-            .read_to_end(&mut bytes)
-            .in_file(self.source.file())
-            .map_err(|e| e.in_entry(name))?;
-        Ok(bytes)
-    }
-
     fn file(&self) -> &str {
         self.source.file()
     }
@@ -396,6 +388,21 @@ fn copy_error(error: std::io::Error, input: &Input<'_>, name: &str, output: &Pat
         output.display().to_string()
     };
     crate::error::from_io(error, &file).in_entry(name)
+}
+
+/// A TARIDX writer's error while copying a sample: the entry's own error
+/// (naming it) when its reader failed, else the writer's.
+fn taridx_copy_error(error: binfmt_taridx::TaridxError, output: &Path) -> Error {
+    let file = output.display().to_string();
+    match error {
+        binfmt_taridx::TaridxError::Core(binfmt_core::Error::Io { source, .. }) => {
+            crate::error::from_io(source, &file)
+        }
+        other => Error::Taridx {
+            file,
+            source: other,
+        },
+    }
 }
 
 /// The entries to write: every regular entry but a types record the types
@@ -470,7 +477,14 @@ impl Read for Deferred<'_, '_> {
         }
         match self.reader.as_mut() {
             Some(reader) => {
-                let n = reader.read(buf)?;
+                let n = reader.read(buf).map_err(|error| {
+                    if error.kind() == std::io::ErrorKind::Interrupted {
+                        return error;
+                    }
+                    let named =
+                        crate::error::from_io(error, self.input.file()).in_entry(&self.name);
+                    std::io::Error::other(named)
+                })?;
                 if n == 0 {
                     // Done: free the entry's buffers before the next one.
                     self.reader = None;
@@ -679,10 +693,28 @@ fn to_taridx(
     let dir = output
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let read = |name: &str| -> Result<Vec<u8>> {
+    let sizes: HashMap<&str, u64> = entries
+        .iter()
+        .map(|entry| (entry.name.as_str(), entry.size))
+        .collect();
+    // Each member streams from its entry, opened when the tar writer
+    // reaches it: one entry's reading memory at a time, never its bytes.
+    let member = |name: &str| -> binfmt_taridx::MemberSource<Box<dyn Read + '_>> {
         match (&record, name) {
-            (Some(record), TYPES_ENTRY) => Ok(record.clone()),
-            _ => input.read(name),
+            (Some(record), TYPES_ENTRY) => binfmt_taridx::MemberSource {
+                name: name.to_owned(),
+                size: record.len() as u64,
+                data: Box::new(record.as_slice()),
+            },
+            _ => binfmt_taridx::MemberSource {
+                name: name.to_owned(),
+                size: sizes.get(name).copied().unwrap_or(0),
+                data: Box::new(Deferred {
+                    input,
+                    name: name.to_owned(),
+                    reader: None,
+                }),
+            },
         }
     };
     let mut writer = binfmt_taridx::SampleWriter::create(
@@ -703,24 +735,10 @@ fn to_taridx(
             .skip(start)
             .position(|name| rule.split(name).key != key)
             .map_or(names.len(), |length| start + length);
-        let members = names
-            .get(start..end)
-            .unwrap_or_default()
-            .iter()
-            .map(|name| Ok((*name, read(name)?)))
-            .collect::<Result<Vec<_>>>()?;
+        let members = names.get(start..end).unwrap_or_default();
         writer
-            .write_members(
-                members
-                    .iter()
-                    .map(|(name, bytes)| binfmt_taridx::MemberSource {
-                        name: (*name).to_owned(),
-                        size: bytes.len() as u64,
-                        data: bytes.as_slice(),
-                    })
-                    .collect(),
-            )
-            .in_file(&file)?;
+            .write_members(members.iter().map(|name| member(name)).collect())
+            .map_err(|error| taridx_copy_error(error, output))?;
         start = end;
     }
     let fold = writer.finish().in_file(&file)?;

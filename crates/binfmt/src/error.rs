@@ -206,6 +206,14 @@ impl<T> InFile<T> for std::io::Result<T> {
 /// is one (readers report checksum failures that way), plain I/O otherwise.
 pub(crate) fn from_io(error: std::io::Error, file: &str) -> Error {
     let file = file.to_owned();
+    // A reader of this crate's own (one opening its entry lazily) reports
+    // an error that already names its file and entry.
+    if error.get_ref().is_some_and(|inner| inner.is::<Error>()) {
+        return match error.into_inner().map(|inner| inner.downcast::<Error>()) {
+            Some(Ok(ours)) => *ours,
+            _ => lost(file),
+        };
+    }
     let wraps_ours = error.get_ref().is_some_and(|inner| {
         inner.is::<binfmt_arcx::ArcxError>()
             || inner.is::<binfmt_kastore::KastError>()

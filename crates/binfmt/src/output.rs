@@ -33,6 +33,11 @@ pub fn escape(name: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(escaped)
 }
 
+/// A path as a text line shows it: [`escape`]d.
+pub fn shown(path: &std::path::Path) -> String {
+    escape(&path.display().to_string()).into_owned()
+}
+
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {

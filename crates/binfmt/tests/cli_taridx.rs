@@ -461,3 +461,84 @@ fn no_output_is_written_over_a_shard_being_read() {
         );
     }
 }
+
+/// Outside-attack finding 11: names with a carriage return or an escape
+/// sequence cannot forge lines in `taridx info`, `status` or the `wrote`
+/// lines; finding 13: an extension holding a newline (which the index's
+/// one-per-line extension block cannot hold) is refused by name, and no
+/// unreadable index is written.
+#[test]
+fn names_cannot_forge_lines_or_break_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tar = builder::Tar::new();
+    tar.file("a.b\rcontiguous: no", b"A");
+    tar.file("c.\x1b[31mred", b"C");
+    std::fs::write(dir.path().join("f_0000.tar"), tar.finish()).unwrap();
+    let output = binfmt(&["taridx", "index", arg(dir.path()), "--fold", "f"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let info = binfmt(&["taridx", "info", arg(&dir.path().join("f.taridx"))]);
+    assert!(info.status.success(), "{}", text(&info.stderr));
+    let shown = text(&info.stdout);
+    assert!(!shown.contains(['\r', '\x1b']), "{shown:?}");
+    assert!(shown.contains("b\\rcontiguous"), "{shown:?}");
+    let forged = shown
+        .lines()
+        .filter(|line| line.starts_with("contiguous: "));
+    assert_eq!(forged.count(), 1, "{shown:?}");
+
+    let status_root = tempfile::tempdir().unwrap();
+    let forged = status_root.path().join("x\nmissing\tFORGED_0000.tar");
+    std::fs::write(&forged, builder::Tar::new().finish()).unwrap();
+    let status = binfmt(&["taridx", "status", arg(status_root.path())]);
+    let lines = text(&status.stdout);
+    assert_eq!(lines.lines().count(), 1, "{lines:?}");
+    assert!(!lines.contains('\x1b'), "{lines:?}");
+
+    let bad = tempfile::tempdir().unwrap();
+    let mut tar = builder::Tar::new();
+    tar.file("a.j\npg", b"A");
+    std::fs::write(bad.path().join("n_0000.tar"), tar.finish()).unwrap();
+    let output = binfmt(&["taridx", "index", arg(bad.path()), "--fold", "n"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("extension holds a newline"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!bad.path().join("n.taridx").exists());
+}
+
+/// Outside-attack finding 15: a sparse file in pax format 1.0 (as
+/// `tar --sparse --format=pax` writes it: a header named
+/// `GNUSparseFile.0/s.bin` whose payload is the sparse map and the data)
+/// and a GNU `S` member are refused by name and offset, not indexed as
+/// their encoded bytes nor left out.
+#[test]
+fn sparse_members_are_refused() {
+    for gnu in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tar = builder::Tar::new();
+        tar.file("before.txt", b"fine");
+        if gnu {
+            tar.block(builder::header(b"s.bin", 512, b'S'))
+                .data(&[7; 512]);
+        } else {
+            tar.pax(&[
+                ("GNU.sparse.major", b"1"),
+                ("GNU.sparse.minor", b"0"),
+                ("GNU.sparse.name", b"s.bin"),
+                ("GNU.sparse.realsize", b"1048576"),
+            ]);
+            tar.file("GNUSparseFile.0/s.bin", b"1\n0\n5\n");
+        }
+        std::fs::write(dir.path().join("s_0000.tar"), tar.finish()).unwrap();
+        let output = binfmt(&["taridx", "index", arg(dir.path()), "--fold", "s"]);
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        let message = text(&output.stderr);
+        assert!(
+            message.contains("a sparse file") && message.contains("at byte 1024"),
+            "{message}"
+        );
+        assert!(!dir.path().join("s.taridx").exists());
+    }
+}

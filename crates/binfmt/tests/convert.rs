@@ -542,3 +542,50 @@ fn a_key_named_like_the_types_record_is_refused_not_replaced() {
         b"user data, not a record"
     );
 }
+
+/// Finding 12: a kastore of uint8 arrays only (no record needed) whose own
+/// `__kastore__.json` holds bytes that form a valid types record: carried
+/// as an entry, converting back would read it as a record, retype `x` and
+/// drop the key. Every non-KAST target refuses it, as in finding 06. The
+/// store is tests/regressions/convert/kast_uint8_with_record_key.kas.
+#[test]
+fn a_uint8_store_with_a_record_shaped_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real record, as convert writes it for a float64 array `x`.
+    let typed = dir.path().join("typed.kas");
+    let mut writer = binfmt_kastore::Writer::new();
+    writer.insert("x", vec![1.5f64]).unwrap();
+    writer.write_file(&typed).unwrap();
+    let arcx = target(dir.path(), "typed", Format::Arcx);
+    convert(&typed, &arcx, Format::Arcx, &ConvertOptions::default()).unwrap();
+    let record = entries_of(&arcx).remove(binfmt::TYPES_ENTRY).unwrap();
+
+    let mut writer = binfmt_kastore::Writer::new();
+    writer
+        .insert_raw(
+            binfmt::TYPES_ENTRY,
+            binfmt_kastore::ItemType::Uint8,
+            &record[..],
+        )
+        .unwrap();
+    writer.insert("x", vec![7u8; 8]).unwrap();
+    let built = writer.to_bytes().unwrap();
+    let committed = binfmt_tests::workspace_root()
+        .join("tests/regressions/convert/kast_uint8_with_record_key.kas");
+    if std::env::var_os("BINFMT_BLESS").is_some() {
+        std::fs::write(&committed, &built).unwrap();
+    }
+    assert!(
+        std::fs::read(&committed).unwrap() == built,
+        "regression input differs"
+    );
+    for to in [Format::Arcx, Format::Par4, Format::Taridx] {
+        let out = target(dir.path(), "out", to);
+        let error = convert(&committed, &out, to, &ConvertOptions::default()).unwrap_err();
+        assert!(
+            matches!(&error, binfmt::Error::CannotHold { name, .. } if name == binfmt::TYPES_ENTRY),
+            "{to}: {error}"
+        );
+        assert!(!out.exists(), "{to}: wrote {}", out.display());
+    }
+}

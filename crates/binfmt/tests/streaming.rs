@@ -103,6 +103,22 @@ fn a_one_gib_entry_streams_through_every_command() {
             "kast",
         ],
     );
+    // Outside-attack finding 14: TARIDX targets held each entry whole.
+    let fold = dir.path().join("fold");
+    std::fs::create_dir(&fold).unwrap();
+    run(
+        "arcx -> taridx",
+        &[
+            "convert",
+            arg(&archive),
+            "-o",
+            arg(&fold.join("big.taridx")),
+            "--to",
+            "taridx",
+        ],
+    );
+    assert!(std::fs::metadata(fold.join("big_0000.tar")).unwrap().len() > GIB);
+    std::fs::remove_dir_all(&fold).unwrap();
     assert_eq!(
         std::fs::metadata(dir.path().join("x2/big")).unwrap().len(),
         GIB

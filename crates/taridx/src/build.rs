@@ -86,6 +86,7 @@ impl ScannedShard {
         let name = String::from_utf8_lossy(name);
         let (stem, extension) = rule.split_parts(&name);
         let extension = lowercase(extension);
+        check_extension(&extension, || name.clone().into_owned())?;
         let extid = match self.extension_ids.get(&*extension) {
             Some(&id) => id,
             None => {
@@ -112,6 +113,18 @@ impl ScannedShard {
         });
         Ok(())
     }
+}
+
+/// Refuses an extension the index's extension block (one per line) cannot
+/// hold: written, it would make the index unreadable.
+fn check_extension(extension: &str, name: impl FnOnce() -> String) -> Result<()> {
+    if extension.contains('\n') {
+        return Err(TaridxError::BadName {
+            name: name(),
+            why: "its extension holds a newline, which the index's extension block (one extension per line) cannot hold",
+        });
+    }
+    Ok(())
 }
 
 /// A run of consecutive rows with one stem.
@@ -223,7 +236,14 @@ impl Stems {
                             limit: u32::MAX.into(),
                         }
                     })?;
-                    crash_stems.push(self.stem(first as usize).to_owned());
+                    let stem = self.stem(first as usize);
+                    if stem.contains('\n') {
+                        return Err(TaridxError::BadName {
+                            name: stem.to_owned(),
+                            why: "this stem shares its hash with another, and the index's crash-stem block (one stem per line) cannot hold a newline",
+                        });
+                    }
+                    crash_stems.push(stem.to_owned());
                     current = Some((first, id));
                     id
                 }
@@ -298,6 +318,9 @@ impl IndexBuilder {
             split,
             key,
         } = member;
+        check_extension(&split.extension, || {
+            format!("{}.{}", split.key, split.extension)
+        })?;
         let extid = self.extension_id(&split.extension)?;
         self.stems.note(key, &split.key, self.rows.len() as u64);
         self.rows.push(Row {

@@ -266,6 +266,9 @@ pub enum TarProblem {
         /// Why.
         why: String,
     },
+    /// A sparse file (typeflag `S`, or pax `GNU.sparse.*` records): its
+    /// payload is a sparse map and the data blocks, not the file's bytes.
+    Sparse,
 }
 
 impl fmt::Display for TarProblem {
@@ -289,6 +292,9 @@ impl fmt::Display for TarProblem {
                 "{size}-byte long-name or pax record exceeds the {MAX_METADATA_SIZE}-byte limit"
             ),
             Self::BadPax { why } => write!(f, "bad pax header: {why}"),
+            Self::Sparse => f.write_str(
+                "a sparse file: its payload holds a sparse map, not the file's bytes, so TARIDX cannot index it (write the shard without --sparse)",
+            ),
         }
     }
 }
@@ -475,6 +481,7 @@ pub fn scan_with<S: Source + ?Sized>(
                     .map_err(|problem| failed(offset, problem))?;
             }
             b'K' | b'g' => {}
+            b'S' => return Err(failed(offset, TarProblem::Sparse)),
             b'0' | 0 | b'7' => match next_name.take() {
                 Some(name) => on_member(offset, size, normalize(&name))?,
                 None => on_member(offset, size, normalize(&header.path_bytes()))?,
@@ -498,17 +505,26 @@ pub(crate) fn apply_record(
         *name = Some(until_nul(data).to_vec());
         Ok(())
     } else {
-        apply_pax(data, name, size).map_err(|why| TarProblem::BadPax { why })
+        apply_pax(data, name, size)
     }
 }
 
 /// Applies the `path` and `size` keywords of pax records
-/// (`"<len> <key>=<value>\n"`, where `<len>` counts the whole record).
+/// (`"<len> <key>=<value>\n"`, where `<len>` counts the whole record);
+/// `GNU.sparse.*` keywords make the member [`TarProblem::Sparse`].
 fn apply_pax(
     records: &[u8],
     name: &mut Option<Vec<u8>>,
     size: &mut Option<u64>,
-) -> Result<(), String> {
+) -> Result<(), TarProblem> {
+    apply_pax_records(records, name, size).map_err(|why| TarProblem::BadPax { why })?
+}
+
+fn apply_pax_records(
+    records: &[u8],
+    name: &mut Option<Vec<u8>>,
+    size: &mut Option<u64>,
+) -> Result<Result<(), TarProblem>, String> {
     let mut rest = records;
     while !rest.is_empty() {
         if rest.iter().all(|&b| b == 0) {
@@ -538,6 +554,7 @@ fn apply_pax(
             body.get(equals + 1..).unwrap_or_default(),
         );
         match key {
+            _ if key.starts_with(b"GNU.sparse.") => return Ok(Err(TarProblem::Sparse)),
             b"path" => *name = Some(value.to_vec()),
             b"size" => {
                 let parsed = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
@@ -552,7 +569,7 @@ fn apply_pax(
         }
         rest = rest.get(length..).unwrap_or_default();
     }
-    Ok(())
+    Ok(Ok(()))
 }
 
 #[cfg(test)]

@@ -298,7 +298,7 @@ fn index(args: &IndexArgs) -> CommandResult {
     bar.finish_and_clear();
     // Every failure names its file: the shard at fault or the output.
     written.map_err(|error| error.to_string())?;
-    eprintln!("wrote {}", out.display());
+    eprintln!("wrote {}", output::shown(&out));
     Ok(Status::Success)
 }
 
@@ -314,7 +314,7 @@ fn index_all(args: &IndexArgs, options: IndexOptions) -> CommandResult {
     let mut failures = Vec::new();
     for (fold, result) in folds.iter().zip(results) {
         match result {
-            Ok(()) => eprintln!("wrote {}", fold.index.display()),
+            Ok(()) => eprintln!("wrote {}", output::shown(&fold.index)),
             Err(error) => failures.push(format!("fold {:?}: {error}", fold.name)),
         }
     }
@@ -362,12 +362,12 @@ fn status(args: &StatusArgs) -> CommandResult {
             text.push_str(&format!(
                 "{}\t{}\t{} shards{}\n",
                 report.state,
-                report.fold,
+                output::escape(&report.fold),
                 report.shards,
                 report
                     .why
                     .as_ref()
-                    .map(|why| format!("\t{why}"))
+                    .map(|why| format!("\t{}", output::escape(why)))
                     .unwrap_or_default()
             ));
         }
@@ -478,7 +478,7 @@ fn pack(args: &PackArgs) -> CommandResult {
         fold.members,
         fold.bytes,
         fold.shards.len(),
-        fold.index.display()
+        output::shown(&fold.index)
     );
     Ok(Status::Success)
 }
@@ -497,10 +497,7 @@ fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
             let path = entry.path();
             let kind = entry.file_type().map_err(|e| output::about(&path, e))?;
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                eprintln!(
-                    "skipped {}: name is not UTF-8",
-                    output::escape(&path.display().to_string())
-                );
+                eprintln!("skipped {}: name is not UTF-8", output::shown(&path));
                 continue;
             };
             let name = if prefix.is_empty() {
@@ -561,7 +558,7 @@ fn export(args: &ExportArgs) -> CommandResult {
                 .map_err(failed(&args.index))?;
             let text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())? + "\n";
             write_bytes(out, text.as_bytes())?;
-            eprintln!("wrote {}", out.display());
+            eprintln!("wrote {}", output::shown(out));
         }
         ForeignArg::Dali => {
             for (fid, shard) in shards.iter().enumerate() {
@@ -572,7 +569,7 @@ fn export(args: &ExportArgs) -> CommandResult {
                 let text = foreign::dali_index(&dataset, fid, args.with_names)
                     .map_err(failed(&args.index))?;
                 write_bytes(&path, text.as_bytes())?;
-                eprintln!("wrote {}", path.display());
+                eprintln!("wrote {}", output::shown(&path));
             }
         }
         ForeignArg::Ratarmount => {
@@ -583,7 +580,7 @@ fn export(args: &ExportArgs) -> CommandResult {
                 let path =
                     foreign::ratarmount_index_path(dir.join(shard.file_name().unwrap_or_default()));
                 foreign::export_ratarmount(&dataset, fid, &path).map_err(failed(&args.index))?;
-                eprintln!("wrote {}", path.display());
+                eprintln!("wrote {}", output::shown(&path));
             }
         }
     }
@@ -611,7 +608,7 @@ fn import(args: &ImportArgs) -> CommandResult {
                 if counted != *nsamples {
                     eprintln!(
                         "note: {} lists {nsamples} samples, the index has {counted}",
-                        shard.display()
+                        output::shown(shard)
                     );
                 }
             }
@@ -652,7 +649,7 @@ fn import(args: &ImportArgs) -> CommandResult {
         .verify(Some(&binfmt_taridx::ShardFiles::new(shards)))
         .map_err(failed(out))?;
     builder.write_file(out).map_err(failed(out))?;
-    eprintln!("wrote {}", out.display());
+    eprintln!("wrote {}", output::shown(out));
     Ok(Status::Success)
 }
 
@@ -696,14 +693,18 @@ fn info_in(session: &Session, args: &InfoArgs) -> CommandResult {
     } else {
         output::print(&format!(
             "path: {}\nformat: taridx {}\nkeys: {}\nrows: {}\nstems: {}\nextensions: {}\ncrash stems: {}\ncontiguous: {}\n",
-            info.path,
+            output::escape(&info.path),
             info.version,
             info.keys,
             info.rows,
             info.stems,
             info.extensions
                 .iter()
-                .map(|ext| if ext.is_empty() { "(none)" } else { ext })
+                .map(|ext| if ext.is_empty() {
+                    "(none)".into()
+                } else {
+                    output::escape(ext)
+                })
                 .collect::<Vec<_>>()
                 .join(", "),
             info.crash_stems,
