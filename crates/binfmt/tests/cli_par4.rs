@@ -108,3 +108,34 @@ fn every_subcommand_has_examples() {
         );
     }
 }
+
+/// Outside-attack finding 09: maps whose entries lie (a key stored twice,
+/// a hash that is not its key's, a key in the wrong bucket, entries out of
+/// order or of the wrong length) fail `binfmt par4 verify` and
+/// `binfmt verify`, as they fail `list` and `get`: verify never says ok
+/// about a file whose entries cannot be read.
+#[test]
+fn verify_checks_what_map_entries_mean() {
+    let dir = binfmt_tests::workspace_root().join("tests/regressions/par4");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if !name.starts_with("map-") {
+            continue;
+        }
+        for args in [vec!["par4", "verify"], vec!["verify"]] {
+            let mut args = args.clone();
+            args.push(path.to_str().unwrap());
+            let output = cli::run(env!("CARGO_BIN_EXE_binfmt"), &args);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{name}: {args:?} said {}",
+                text(&output.stdout)
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "{checked} map cases");
+}

@@ -35,7 +35,11 @@ fn peak_rss(args: &[&str]) -> u64 {
         "binfmt {args:?}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // The command's own output comes first; the measurement is the last line.
     let kib: u64 = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
         .trim()
         .parse()
         .unwrap();
@@ -132,4 +136,43 @@ fn a_one_gib_entry_streams_through_every_command() {
     for (what, peak) in peaks {
         assert!(peak < BOUND, "{what}: peak RSS {} MiB", peak >> 20);
     }
+}
+
+/// Outside-attack finding 02: a PAR4 inline map whose one value is 256 MiB
+/// of LZ4 (1 MiB stored). The payload is decompressed once (the 255×
+/// bound allows it); listing and extracting read the value where it lies
+/// in that payload, never a second copy: each peak stays under 1.25 × the
+/// payload (it was twice the payload, and aborted at 900 MiB).
+#[test]
+fn a_large_inline_par4_value_is_not_copied() {
+    const VALUE: usize = 256 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("inline.par4");
+    let entries = std::collections::HashMap::from([("big".to_string(), vec![0u8; VALUE])]);
+    let mut graph = binfmt_parcode::ChunkGraph::new();
+    let root = graph
+        .map(&entries, binfmt_parcode::MapLayout::Inline)
+        .unwrap();
+    let bytes = graph
+        .to_bytes(root, binfmt_parcode::Compression::Lz4)
+        .unwrap();
+    drop(entries);
+    assert!(bytes.len() < VALUE / 100, "{} bytes stored", bytes.len());
+    std::fs::write(&file, bytes).unwrap();
+    let out = dir.path().join("out");
+    for args in [
+        vec!["list", arg(&file)],
+        vec!["extract", arg(&file), "-o", arg(&out)],
+    ] {
+        let peak = peak_rss(&args);
+        assert!(
+            peak < VALUE as u64 * 5 / 4,
+            "{args:?}: peak RSS {} MiB",
+            peak >> 20
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(out.join("big")).unwrap().len(),
+        VALUE as u64
+    );
 }

@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -331,7 +331,17 @@ pub struct LazyMap<'a, K, V> {
     container: Chunk<'a>,
     buckets: u32,
     inline: OnceLock<HashMap<K, V>>,
+    /// Byte-vector values of the inline layout: where each lies in the
+    /// payload, which readers share (values are never copied out).
+    inline_values: OnceLock<InlineValues<'a, K>>,
     _entries: PhantomData<fn() -> (K, V)>,
+}
+
+/// The inline payload and each key's value range in it.
+#[derive(Debug)]
+struct InlineValues<'a, K> {
+    payload: Arc<Cow<'a, [u8]>>,
+    ranges: HashMap<K, (usize, usize)>,
 }
 
 impl<'a, K, V> LazyMap<'a, K, V>
@@ -363,6 +373,7 @@ where
             container,
             buckets,
             inline: OnceLock::new(),
+            inline_values: OnceLock::new(),
             _entries: PhantomData,
         })
     }
@@ -600,6 +611,64 @@ impl<'a, K> LazyMap<'a, K, Vec<u8>>
 where
     K: DeserializeOwned + Hash + Eq + Send,
 {
+    /// The inline layout's keys and value ranges, read once: the count,
+    /// then each key and its value's length prefix, the value skipped.
+    /// Checked as the whole map's decoding checks it (the count against
+    /// the bytes present, each length against what remains, no key twice,
+    /// nothing after the last entry), without allocating any value.
+    fn inline_values(&self) -> Result<&InlineValues<'a, K>> {
+        if let Some(values) = self.inline_values.get() {
+            return Ok(values);
+        }
+        let payload = self.container.payload()?;
+        let offset = self.container.offset();
+        let mut ranges = HashMap::new();
+        if !(payload.is_empty() || *payload == [0; 4]) {
+            let bad = |why: String| ParError::Payload {
+                offset,
+                what: "inline map",
+                why,
+            };
+            let (count, mut at) = decode::<u64>(&payload, offset, "map length")?;
+            // Each entry takes at least two bytes (two length prefixes).
+            if count > (payload.len() - at) as u64 / 2 {
+                return Err(bad(format!(
+                    "{count} entries cannot fit in {} bytes",
+                    payload.len() - at
+                )));
+            }
+            for entry in 0..count {
+                let rest = payload.get(at..).unwrap_or_default();
+                let (key, used) = decode::<K>(rest, offset, "map key")?;
+                let rest = rest.get(used..).unwrap_or_default();
+                let (len, more) = decode::<u64>(rest, offset, "map value length")?;
+                let start = at + used + more;
+                let end = usize::try_from(len)
+                    .ok()
+                    .and_then(|len| start.checked_add(len))
+                    .filter(|&end| end <= payload.len())
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "entry {entry}: a {len}-byte value runs past the {}-byte payload",
+                            payload.len()
+                        ))
+                    })?;
+                if ranges.insert(key, (start, end)).is_some() {
+                    return Err(ParError::DuplicateKey { offset, entry });
+                }
+                at = end;
+            }
+            if at != payload.len() {
+                return Err(bad(format!("{} bytes after the map", payload.len() - at)));
+            }
+        }
+        let values = InlineValues {
+            payload: Arc::new(payload),
+            ranges,
+        };
+        Ok(self.inline_values.get_or_init(|| values))
+    }
+
     /// The byte-vector value under `key` as a stream: from a bucket stored
     /// as is, the bytes come straight from the source in the caller's
     /// buffer (nothing is held whatever the value's size); from an LZ4
@@ -631,12 +700,17 @@ where
         Q: Hash + Eq + ?Sized,
     {
         if self.is_inline() {
-            // The inline map is one chunk, decoded whole: the value is
-            // taken out of it.
-            return Ok(self
-                .decode_inline()?
-                .remove(key)
-                .map(|value| ValueReader::memory(Cow::Owned(value))));
+            // The inline map is one chunk, decompressed once: the value is
+            // read where it lies.
+            let values = self.inline_values()?;
+            return Ok(values.ranges.get(key).map(|&(start, end)| ValueReader {
+                len: (end - start) as u64,
+                inner: ValueBytes::Shared {
+                    bytes: Arc::clone(&values.payload),
+                    position: start,
+                    end,
+                },
+            }));
         }
         let hash = hash_key(key);
         let bucket = self.bucket_of(hash, false)?;
@@ -672,9 +746,10 @@ where
     {
         if self.is_inline() {
             return Ok(self
-                .inline_map()?
+                .inline_values()?
+                .ranges
                 .iter()
-                .map(|(key, value)| (key.clone(), value.len() as u64))
+                .map(|(key, &(start, end))| (key.clone(), (end - start) as u64))
                 .collect());
         }
         self.container.check_children_disjoint()?;
@@ -797,14 +872,14 @@ enum ValueBytes<'a> {
         position: usize,
         end: usize,
     },
+    Shared {
+        bytes: Arc<Cow<'a, [u8]>>,
+        position: usize,
+        end: usize,
+    },
 }
 
 impl<'a> ValueReader<'a> {
-    fn memory(bytes: Cow<'a, [u8]>) -> Self {
-        let end = bytes.len();
-        Self::memory_range(bytes, 0, end)
-    }
-
     fn memory_range(bytes: Cow<'a, [u8]>, position: usize, end: usize) -> Self {
         Self {
             len: (end - position) as u64,
@@ -830,7 +905,9 @@ impl<'a> ValueReader<'a> {
     pub fn remaining(&self) -> u64 {
         match &self.inner {
             ValueBytes::Source { reader, .. } => reader.remaining(),
-            ValueBytes::Memory { position, end, .. } => (end - position) as u64,
+            ValueBytes::Memory { position, end, .. } | ValueBytes::Shared { position, end, .. } => {
+                (end - position) as u64
+            }
         }
     }
 }
@@ -845,17 +922,25 @@ impl std::io::Read for ValueReader<'_> {
                 bytes,
                 position,
                 end,
-            } => {
-                let rest = bytes.get(*position..*end).unwrap_or_default();
-                let n = rest.len().min(buf.len());
-                if let (Some(to), Some(from)) = (buf.get_mut(..n), rest.get(..n)) {
-                    to.copy_from_slice(from);
-                }
-                *position += n;
-                Ok(n)
-            }
+            } => Ok(copy_out(bytes, position, *end, buf)),
+            ValueBytes::Shared {
+                bytes,
+                position,
+                end,
+            } => Ok(copy_out(bytes, position, *end, buf)),
         }
     }
+}
+
+/// Copies what fits of `bytes[*position..end]` into `buf`.
+fn copy_out(bytes: &[u8], position: &mut usize, end: usize, buf: &mut [u8]) -> usize {
+    let rest = bytes.get(*position..end).unwrap_or_default();
+    let n = rest.len().min(buf.len());
+    if let (Some(to), Some(from)) = (buf.get_mut(..n), rest.get(..n)) {
+        to.copy_from_slice(from);
+    }
+    *position += n;
+    n
 }
 
 /// A bucket's payload, split into its tables after checking them.

@@ -128,9 +128,12 @@ fn inspect(session: &Session, args: &InspectArgs) -> CommandResult {
 }
 
 fn verify(session: &Session, args: &generic::VerifyArgs) -> CommandResult {
-    let summary = open(session, &args.file)?
+    let parfile = open(session, &args.file)?;
+    let summary = parfile
         .verify()
         .map_err(|error| output::about(&args.file, error))?;
+    binfmt::entries::check_par4_entries(&parfile, &args.file.display().to_string())
+        .map_err(|error| error.to_string())?;
     output::print(&format!(
         "{}: ok, {} chunks, {} payload bytes\n",
         output::escape(&args.file.display().to_string()),
