@@ -162,17 +162,37 @@ impl Archive<FileSource> {
 /// Decompresses one zstd frame, failing once the output passes `limit`
 /// bytes: the output grows as it is produced, never by a declared size.
 fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
+    let mut decoder = zstd::stream::read::Decoder::new(stored)?;
     let mut out = Vec::new();
-    zstd::stream::read::Decoder::new(stored)?
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > limit {
-        return Err(io::Error::other(format!(
-            "{} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)",
-            stored.len()
-        )));
+    // The output grows by doubling as bytes come, but never past `limit`:
+    // one byte beyond it is read into the piece buffer, not the output.
+    let mut piece = vec![0u8; 1 << 16];
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    loop {
+        let n = match decoder.read(&mut piece) {
+            Ok(n) => n,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        let Some(bytes) = piece.get(..n).filter(|bytes| !bytes.is_empty()) else {
+            return Ok(out);
+        };
+        if bytes.len() > cap - out.len() {
+            return Err(io::Error::other(format!(
+                "{} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)",
+                stored.len()
+            )));
+        }
+        if out.capacity() - out.len() < bytes.len() {
+            let grown = out
+                .capacity()
+                .saturating_mul(2)
+                .max(out.len() + bytes.len());
+            out.try_reserve_exact(grown.min(cap) - out.len())
+                .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        }
+        out.extend_from_slice(bytes);
     }
-    Ok(out)
 }
 
 fn manifest_error(error: binfmt_core::Error) -> ArcxError {
