@@ -593,9 +593,11 @@ pub(crate) struct IntoSlots<'s, T, L, F> {
 }
 
 impl<'s, T> IntoSlots<'s, T, T, fn(T) -> T> {
-    /// Decodes items into `slots`.
-    pub(crate) fn new(slots: &'s mut [MaybeUninit<T>]) -> Self {
-        Self::mapping(slots, std::convert::identity)
+    /// Decodes items into `slots` (the items as they are: a closure, not a
+    /// function pointer, so each item's move inlines).
+    #[allow(clippy::new_ret_no_self)]
+    pub(crate) fn new(slots: &'s mut [MaybeUninit<T>]) -> IntoSlots<'s, T, T, impl Fn(T) -> T> {
+        IntoSlots::mapping(slots, |item| item)
     }
 }
 
