@@ -16,21 +16,33 @@ pub fn about(path: &std::path::Path, error: impl std::fmt::Display) -> String {
 }
 
 /// A name as a text listing shows it: control characters (escape, newline,
-/// tab, ...) escaped, so a name cannot forge lines or move the cursor;
-/// everything else, Unicode included, as it is.
+/// tab, ...) and the invisible characters that reorder or break what is
+/// shown (bidirectional overrides and isolates, line and paragraph
+/// separators) escaped, so a name cannot forge lines, move the cursor or
+/// show its extension backwards; everything else, Unicode included, as it
+/// is.
 pub fn escape(name: &str) -> std::borrow::Cow<'_, str> {
-    if !name.chars().any(char::is_control) {
+    if !name.chars().any(hides) {
         return std::borrow::Cow::Borrowed(name);
     }
     let mut escaped = String::with_capacity(name.len() + 8);
     for c in name.chars() {
-        if c.is_control() {
+        if hides(c) {
             escaped.extend(c.escape_default());
         } else {
             escaped.push(c);
         }
     }
     std::borrow::Cow::Owned(escaped)
+}
+
+/// Whether `c` is escaped by [`escape`].
+fn hides(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
 }
 
 /// A path as a text line shows it: [`escape`]d.
@@ -154,5 +166,8 @@ mod tests {
         assert_eq!(escape("evil\nline"), "evil\\nline");
         assert_eq!(escape("\u{1b}[2Jclear"), "\\u{1b}[2Jclear");
         assert_eq!(escape("tab\there"), "tab\\there");
+        // A right-to-left override would show "exe.txt" as "txt.exe".
+        assert_eq!(escape("a\u{202e}txt.exe"), "a\\u{202e}txt.exe");
+        assert_eq!(escape("line\u{2028}break"), "line\\u{2028}break");
     }
 }
