@@ -501,7 +501,8 @@ fn names_cannot_forge_lines_or_break_the_index() {
     let output = binfmt(&["taridx", "index", arg(bad.path()), "--fold", "n"]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     assert!(
-        text(&output.stderr).contains("extension holds a newline"),
+        text(&output.stderr).contains("extension holds a newline")
+            && text(&output.stderr).contains("n_0000.tar: the member at byte 0"),
         "{}",
         text(&output.stderr)
     );

@@ -77,7 +77,13 @@ impl ScannedShard {
         let source = FileSource::open(path)?;
         let mut shard = Self::default();
         tar::scan_with(&source, |offset, size, name| {
-            shard.push(fid, offset, size, name, rule)
+            shard
+                .push(fid, offset, size, name, rule)
+                .map_err(|error| TaridxError::InShard {
+                    shard: path.to_owned(),
+                    offset,
+                    source: Box::new(error),
+                })
         })?;
         Ok(shard)
     }

@@ -230,6 +230,18 @@ pub enum TaridxError {
         problem: TarProblem,
     },
 
+    /// A member of a shard that a writer refuses (its name cannot be
+    /// indexed), located.
+    #[error("shard {}: the member at byte {offset}: {source}", shard.display())]
+    InShard {
+        /// The shard.
+        shard: PathBuf,
+        /// The byte offset of the member's header.
+        offset: u64,
+        /// What is refused.
+        source: Box<TaridxError>,
+    },
+
     /// A shard is a compressed tar, which cannot be read by offset.
     #[error("{} is {compression}-compressed; TARIDX needs uncompressed tar (decompress it first)", shard.display())]
     CompressedShard {
