@@ -160,8 +160,28 @@ impl Archive<FileSource> {
 }
 
 /// Decompresses one zstd frame, failing once the output passes `limit`
-/// bytes: the output grows as it is produced, never by a declared size.
+/// bytes. A frame that states its size (every writer this crate knows
+/// does), within the limit, is decoded in one call into exactly that much
+/// room (reserved, not touched: the same bound the growing path allows);
+/// zstd fails if the frame holds more. Otherwise the output grows as it is
+/// produced.
 fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
+    let stated = zstd::zstd_safe::get_frame_content_size(stored)
+        .ok()
+        .flatten()
+        .filter(|&size| size <= limit);
+    if let Some(size) = stated.and_then(|size| usize::try_from(size).ok()) {
+        let mut out = Vec::new();
+        out.try_reserve_exact(size).map_err(io::Error::other)?;
+        zstd::bulk::Decompressor::new()?.decompress_to_buffer(stored, &mut out)?;
+        if out.len() == size {
+            return Ok(out);
+        }
+        return Err(io::Error::other(format!(
+            "the frame states {size} bytes but holds {}",
+            out.len()
+        )));
+    }
     let mut out = Vec::new();
     zstd::stream::read::Decoder::new(stored)?
         .take(limit.saturating_add(1))
@@ -756,5 +776,51 @@ impl<S: Source> Read for FileReader<'_, S> {
                 return Ok(0);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decompress_bounded;
+
+    /// A frame whose header states `stated` bytes for 100 bytes of content
+    /// (a one-byte content size field: single segment, no dictionary).
+    fn frame_stating(stated: u8) -> Vec<u8> {
+        let mut frame = zstd::bulk::compress(&[b'a'; 100], 3).unwrap();
+        assert_eq!(frame[4], 0x20, "single-segment header with a 1-byte size");
+        frame[5] = stated;
+        frame
+    }
+
+    #[test]
+    fn a_stated_size_is_used_only_when_the_frame_holds_exactly_it() {
+        assert_eq!(
+            decompress_bounded(&frame_stating(100), 1 << 20).unwrap(),
+            [b'a'; 100]
+        );
+        for lie in [0, 1, 50, 99, 101, 200] {
+            assert!(
+                decompress_bounded(&frame_stating(lie), 1 << 20).is_err(),
+                "{lie}"
+            );
+        }
+    }
+
+    #[test]
+    fn output_beyond_the_limit_is_refused_whatever_the_frame_states() {
+        let frame = zstd::bulk::compress(&[0u8; 4096], 3).unwrap();
+        assert!(decompress_bounded(&frame, 4095).is_err());
+        assert_eq!(decompress_bounded(&frame, 4096).unwrap().len(), 4096);
+        // Without a stated size the output grows, and stops at the limit.
+        let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut encoder, &[0u8; 4096]).unwrap();
+        let unstated = encoder.finish().unwrap();
+        assert!(matches!(
+            zstd::zstd_safe::get_frame_content_size(&unstated),
+            Ok(None)
+        ));
+        assert!(decompress_bounded(&unstated, 4095).is_err());
+        assert_eq!(decompress_bounded(&unstated, 4096).unwrap().len(), 4096);
     }
 }
