@@ -147,35 +147,12 @@ fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
             *count += 1;
         }
     }
-    // Chunks of one block must not overlap: sort (block, offset) and compare
-    // neighbours. Empty chunks overlap nothing.
-    let mut order: Vec<u32> =
-        vec_with_capacity(manifest.chunks().len(), "chunk order").map_err(ArcxError::Manifest)?;
-    order.extend((0..manifest.chunks().len() as u32).filter(|&id| {
-        manifest
-            .chunks()
-            .get(id as usize)
-            .is_some_and(|c| c.size > 0)
-    }));
-    order.sort_unstable_by_key(|&id| {
-        manifest
-            .chunks()
-            .get(id as usize)
-            .map(|c| (c.block, c.offset))
-    });
-    let chunk = |id: u32| manifest.chunks().get(id as usize).copied();
-    for pair in order.windows(2) {
-        let &[first, second] = pair else { continue };
-        let (Some(a), Some(b)) = (chunk(first), chunk(second)) else {
-            continue;
-        };
-        if a.block == b.block && u64::from(a.offset) + u64::from(a.size) > u64::from(b.offset) {
-            return Err(ArcxError::ChunkOverlap {
-                block: a.block,
-                first,
-                second,
-            });
-        }
+    // Chunks of one block must not overlap. Writers store chunks in block
+    // order, each after the one before: then comparing neighbours in id
+    // order proves it without sorting. Otherwise sort (block, offset) and
+    // compare neighbours. Empty chunks overlap nothing.
+    if !in_block_order(manifest.chunks()) {
+        check_overlaps_sorted(manifest)?;
     }
     // Every chunk in exactly one file's list: the file it names.
     let mut listed = vec![false; manifest.chunks().len()];
@@ -206,6 +183,60 @@ fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
         ));
     }
     Ok(users)
+}
+
+/// Whether the non-empty chunks, in id order, go forward through the
+/// blocks, each starting at or after the end of the one before in the same
+/// block (so none overlap).
+fn in_block_order(chunks: &[crate::manifest::ChunkRecord]) -> bool {
+    let mut previous: Option<(u32, u64)> = None;
+    for chunk in chunks.iter().filter(|c| c.size > 0) {
+        let end = u64::from(chunk.offset) + u64::from(chunk.size);
+        match previous {
+            Some((block, previous_end))
+                if chunk.block < block
+                    || (chunk.block == block && u64::from(chunk.offset) < previous_end) =>
+            {
+                return false;
+            }
+            _ => previous = Some((chunk.block, end)),
+        }
+    }
+    true
+}
+
+/// Chunks of one block do not overlap, whatever their order: sort
+/// (block, offset) and compare neighbours.
+fn check_overlaps_sorted(manifest: &Manifest) -> Result<()> {
+    let mut order: Vec<u32> =
+        vec_with_capacity(manifest.chunks().len(), "chunk order").map_err(ArcxError::Manifest)?;
+    order.extend((0..manifest.chunks().len() as u32).filter(|&id| {
+        manifest
+            .chunks()
+            .get(id as usize)
+            .is_some_and(|c| c.size > 0)
+    }));
+    order.sort_unstable_by_key(|&id| {
+        manifest
+            .chunks()
+            .get(id as usize)
+            .map(|c| (c.block, c.offset))
+    });
+    let chunk = |id: u32| manifest.chunks().get(id as usize).copied();
+    for pair in order.windows(2) {
+        let &[first, second] = pair else { continue };
+        let (Some(a), Some(b)) = (chunk(first), chunk(second)) else {
+            continue;
+        };
+        if a.block == b.block && u64::from(a.offset) + u64::from(a.size) > u64::from(b.offset) {
+            return Err(ArcxError::ChunkOverlap {
+                block: a.block,
+                first,
+                second,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn check_files(manifest: &Manifest, users: &[u32], limits: &Limits) -> Result<()> {
@@ -319,7 +350,33 @@ fn index_paths(manifest: &Manifest) -> Result<PathIndex> {
 
 #[cfg(test)]
 mod tests {
-    use super::zstd_bound;
+    use super::{in_block_order, zstd_bound};
+    use crate::manifest::ChunkRecord;
+
+    fn chunk(block: u32, offset: u32, size: u32) -> ChunkRecord {
+        ChunkRecord {
+            file: 0,
+            block,
+            offset,
+            size,
+        }
+    }
+
+    #[test]
+    fn chunks_going_forward_need_no_sort() {
+        assert!(in_block_order(&[]));
+        assert!(in_block_order(&[
+            chunk(0, 0, 10),
+            chunk(0, 10, 5),
+            chunk(0, 99, 0),
+            chunk(1, 0, 7),
+            chunk(1, 20, 1),
+        ]));
+        // Overlapping, or going back, is left to the sorting check.
+        assert!(!in_block_order(&[chunk(0, 0, 10), chunk(0, 9, 5)]));
+        assert!(!in_block_order(&[chunk(0, 10, 5), chunk(0, 0, 5)]));
+        assert!(!in_block_order(&[chunk(1, 0, 5), chunk(0, 0, 5)]));
+    }
 
     #[test]
     fn zstd_bound_matches_the_library() {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use binfmt_core::atomic::Inputs;
 use binfmt_core::extract::Targets;
 use binfmt_core::{AtomicFile, Source};
 use rayon::prelude::*;
@@ -180,6 +181,8 @@ impl<S: Source> Archive<S> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir).map_err(|error| binfmt_core::Error::io(dir, error))?;
         let targets = Targets::new(dir);
+        // The archive's identity, taken once: each target is then one stat.
+        let archive = Inputs::new(&[self.source().name()]);
         let total = self.len() as u64;
         let done = AtomicU64::new(0);
         let failed = AtomicBool::new(false);
@@ -192,7 +195,7 @@ impl<S: Source> Archive<S> {
                 let Some(file) = self.manifest().file(index) else {
                     continue;
                 };
-                let outcome = self.extract_to(file, &targets, options, &mut summary);
+                let outcome = self.extract_to(file, &targets, &archive, options, &mut summary);
                 if outcome.is_err() {
                     failed.store(true, Ordering::Relaxed);
                 }
@@ -264,13 +267,15 @@ impl<S: Source> Archive<S> {
         options: ExtractOptions,
         summary: &mut ExtractSummary,
     ) -> Result<()> {
-        self.extract_to(file, &Targets::new(dir), options, summary)
+        let archive = Inputs::new(&[self.source().name()]);
+        self.extract_to(file, &Targets::new(dir), &archive, options, summary)
     }
 
     fn extract_to(
         &self,
         file: FileEntry<'_>,
         targets: &Targets,
+        archive: &Inputs,
         options: ExtractOptions,
         summary: &mut ExtractSummary,
     ) -> Result<()> {
@@ -311,7 +316,7 @@ impl<S: Source> Archive<S> {
             }
             FileKind::File => {
                 let target = targets.target(&path)?;
-                if binfmt_core::atomic::same_file(&target, self.source().name()) {
+                if archive.named_by(&target).is_some() {
                     return Err(binfmt_core::Error::UnsafePath {
                         name: path,
                         why: "it would be written over the archive being read",

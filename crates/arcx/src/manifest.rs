@@ -211,9 +211,11 @@ impl BlockRecord {
 }
 
 /// Interned strings: every string's bytes back to back, and where each ends.
+/// Held as one `String` (validated as UTF-8 once, when pushed), so getting
+/// a string is a bounds check on character boundaries, not a UTF-8 scan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Strings {
-    bytes: Vec<u8>,
+    bytes: String,
     ends: Vec<u32>,
 }
 
@@ -225,13 +227,10 @@ impl Strings {
             None => 0,
         };
         let end = self.ends.get(index).copied().unwrap_or(start);
-        // Only UTF-8 strings are pushed, one whole string at a time.
-        std::str::from_utf8(
-            self.bytes
-                .get(start as usize..end as usize)
-                .unwrap_or_default(),
-        )
-        .unwrap_or_default()
+        // Whole strings are pushed, so every end is a character boundary.
+        self.bytes
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
     }
 
     fn len(&self) -> usize {
@@ -241,8 +240,13 @@ impl Strings {
     fn push(&mut self, string: &str) -> Result<u32, Error> {
         let id = u32::try_from(self.ends.len())
             .map_err(|_| Error::corrupt("string table", "more than 2^32 strings"))?;
-        reserve(&mut self.bytes, string.len(), "string table")?;
-        self.bytes.extend_from_slice(string.as_bytes());
+        self.bytes
+            .try_reserve(string.len())
+            .map_err(|_| Error::OutOfMemory {
+                what: "string table".into(),
+                bytes: string.len() as u64,
+            })?;
+        self.bytes.push_str(string);
         let end = u32::try_from(self.bytes.len())
             .map_err(|_| Error::corrupt("string table", "more than 4 GiB of strings"))?;
         self.ends.push(end);
@@ -279,16 +283,20 @@ impl<'a> PathRef<'a> {
             && path.ends_with(self.name)
     }
 
-    /// The hash the path index uses.
+    /// The hash the path index uses: the name's hash seeded with the
+    /// directory's, so no joined string is built.
     pub(crate) fn hash(&self) -> u64 {
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        if !self.dir.is_empty() {
-            hasher.update(self.dir.as_bytes());
-            hasher.update(b"/");
-        }
-        hasher.update(self.name.as_bytes());
-        hasher.digest()
+        split_hash(self.dir, self.name)
     }
+}
+
+fn split_hash(dir: &str, name: &str) -> u64 {
+    let seed = if dir.is_empty() {
+        0
+    } else {
+        xxhash_rust::xxh3::xxh3_64(dir.as_bytes())
+    };
+    xxhash_rust::xxh3::xxh3_64_with_seed(name.as_bytes(), seed)
 }
 
 impl fmt::Display for PathRef<'_> {
@@ -301,9 +309,11 @@ impl fmt::Display for PathRef<'_> {
     }
 }
 
-/// The hash of a path given as one string, the same as [`PathRef`]'s.
+/// The hash of a path given as one string, the same as [`PathRef`]'s (split
+/// at the last `/`, as paths are stored: names hold no `/`).
 pub(crate) fn path_hash(path: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(path.as_bytes())
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    split_hash(dir, name)
 }
 
 /// One file of a manifest, borrowed from it.
@@ -652,7 +662,8 @@ impl Manifest {
         let mut files_section = sections.required("file table")?;
         let count = files_section.count(37, "file count")?;
         let mut files = vec_with_capacity(count, "file table")?;
-        let mut chunk_ids = Vec::new();
+        // Most files have one chunk: room for that many, grown if needed.
+        let mut chunk_ids = vec_with_capacity(count, "file chunk lists")?;
         for expected_id in 0..count {
             check_id(files_section.varint("file id")?, expected_id, "file")?;
             let dir = string_id(&strings, files_section.varint("file directory")?)?;
@@ -857,7 +868,8 @@ impl Manifest {
         let strings = read_strings(&mut reader)?;
         let count = reader.count(42, "file count")?;
         let mut files = vec_with_capacity(count, "file table")?;
-        let mut chunk_ids = Vec::new();
+        // Most files have one chunk: room for that many, grown if needed.
+        let mut chunk_ids = vec_with_capacity(count, "file chunk lists")?;
         for expected_id in 0..count {
             check_id(reader.varint("file id")?, expected_id, "file")?;
             let dir = string_id(&strings, reader.varint("file directory")?)?;
@@ -1016,9 +1028,17 @@ impl<'a> Sections<'a> {
 fn read_strings(reader: &mut ByteReader<'_>) -> Result<Strings, Error> {
     let count = reader.count(1, "string count")?;
     let mut strings = Strings {
-        bytes: Vec::new(),
+        // The section's size bounds the strings' bytes.
+        bytes: String::new(),
         ends: vec_with_capacity(count, "string table")?,
     };
+    strings
+        .bytes
+        .try_reserve_exact(reader.remaining())
+        .map_err(|_| Error::OutOfMemory {
+            what: "string table".into(),
+            bytes: reader.remaining() as u64,
+        })?;
     for _ in 0..count {
         let len = reader.varint("string length")?;
         let bytes = reader.bytes_u64(len, "string")?;
@@ -1026,7 +1046,6 @@ fn read_strings(reader: &mut ByteReader<'_>) -> Result<Strings, Error> {
             .map_err(|_| Error::corrupt("string table", "a string is not UTF-8"))?;
         strings.push(string)?;
     }
-    strings.bytes.shrink_to_fit();
     Ok(strings)
 }
 

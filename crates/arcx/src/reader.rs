@@ -775,3 +775,48 @@ impl<S: Source> Read for FileReader<'_, S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::decompress_bounded;
+
+    /// A frame whose header states `stated` bytes for 100 bytes of content
+    /// (a one-byte content size field: single segment, no dictionary).
+    fn frame_stating(stated: u8) -> Vec<u8> {
+        let mut frame = zstd::bulk::compress(&[b'a'; 100], 3).unwrap();
+        assert_eq!(frame[4], 0x20, "single-segment header with a 1-byte size");
+        frame[5] = stated;
+        frame
+    }
+
+    #[test]
+    fn a_frame_whose_stated_size_is_not_its_content_is_refused() {
+        assert_eq!(
+            decompress_bounded(&frame_stating(100), 1 << 20).unwrap(),
+            [b'a'; 100]
+        );
+        for lie in [0, 1, 50, 99, 101, 200] {
+            assert!(
+                decompress_bounded(&frame_stating(lie), 1 << 20).is_err(),
+                "{lie}"
+            );
+        }
+    }
+
+    #[test]
+    fn output_beyond_the_limit_is_refused_whatever_the_frame_states() {
+        let frame = zstd::bulk::compress(&[0u8; 4096], 3).unwrap();
+        assert!(decompress_bounded(&frame, 4095).is_err());
+        assert_eq!(decompress_bounded(&frame, 4096).unwrap().len(), 4096);
+        let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        encoder.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut encoder, &[0u8; 4096]).unwrap();
+        let unstated = encoder.finish().unwrap();
+        assert!(matches!(
+            zstd::zstd_safe::get_frame_content_size(&unstated),
+            Ok(None)
+        ));
+        assert!(decompress_bounded(&unstated, 4095).is_err());
+        assert_eq!(decompress_bounded(&unstated, 4096).unwrap().len(), 4096);
+    }
+}

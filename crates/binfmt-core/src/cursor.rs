@@ -108,6 +108,13 @@ impl<'a> ByteReader<'a> {
 
     /// An unsigned LEB128 varint.
     pub fn varint(&mut self, what: impl Into<What>) -> Result<u64> {
+        // Most varints (ids, differences, small sizes) are one byte.
+        if let Some(&byte) = self.rest().first()
+            && byte < 0x80
+        {
+            self.position += 1;
+            return Ok(u64::from(byte));
+        }
         let (value, len) = varint::decode_u64(self.rest(), self.offset())
             .map_err(|error| rename(error, what.into()))?;
         self.position += len;
