@@ -60,54 +60,31 @@ impl Prepared {
     }
 }
 
-/// One shard scanned: its rows (fid set, extension ids the shard's own,
-/// crash ids still 0) and its runs of rows with one stem.
+/// Rows with their runs of stems and the extensions their `extid`s
+/// index: one scanned shard's (ids the shard's own), or the whole index's.
 #[derive(Debug, Default)]
-struct ScannedShard {
+struct RowTable {
     rows: Vec<Row>,
     stems: Stems,
-    /// The shard's extensions in first-seen order; rows' `extid` index it.
-    extensions: Vec<String>,
-    extension_ids: HashMap<String, u16, Xxh3DefaultBuilder>,
+    extensions: Extensions,
 }
 
-impl ScannedShard {
-    /// Scans shard `fid` at `path`, reading it 1 MiB at a time.
-    fn scan(fid: u16, path: &Path, rule: KeyRule) -> Result<Self> {
-        let source = FileSource::open(path)?;
-        let mut shard = Self::default();
-        tar::scan_with(&source, |offset, size, name| {
-            shard
-                .push(fid, offset, size, name, rule)
-                .map_err(|error| TaridxError::InShard {
-                    shard: path.to_owned(),
-                    offset,
-                    source: Box::new(error),
-                })
-        })?;
-        Ok(shard)
-    }
-
-    fn push(&mut self, fid: u16, offset: u64, size: u64, name: &[u8], rule: KeyRule) -> Result<()> {
-        let name = String::from_utf8_lossy(name);
-        let (stem, extension) = rule.split_parts(&name);
-        let extension = lowercase(extension);
-        check_extension(&extension, || name.clone().into_owned())?;
-        let extid = match self.extension_ids.get(&*extension) {
-            Some(&id) => id,
-            None => {
-                let id = u16::try_from(self.extensions.len()).map_err(|_| {
-                    TaridxError::TooManyExtensions {
-                        count: self.extensions.len() as u64 + 1,
-                    }
-                })?;
-                self.extension_ids
-                    .insert(extension.clone().into_owned(), id);
-                self.extensions.push(extension.into_owned());
-                id
-            }
-        };
-        let key = keyhash(stem);
+impl RowTable {
+    /// Adds the row of the member at `offset` of shard `fid`, crash id
+    /// still 0; `name` names the member in an error.
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        fid: u16,
+        offset: u64,
+        size: u64,
+        stem: &str,
+        extension: &str,
+        key: u64,
+        name: impl FnOnce() -> String,
+    ) -> Result<()> {
+        check_extension(extension, name)?;
+        let extid = self.extensions.id(extension)?;
         self.stems.note(key, stem, self.rows.len() as u64);
         self.rows.push(Row {
             fid: U16::new(fid),
@@ -119,6 +96,71 @@ impl ScannedShard {
         });
         Ok(())
     }
+
+    /// Appends `other`'s rows, their extension ids made this table's.
+    fn append(&mut self, other: Self) -> Result<()> {
+        let Self {
+            mut rows,
+            stems,
+            extensions,
+        } = other;
+        let global: Vec<u16> = extensions
+            .names
+            .iter()
+            .map(|extension| self.extensions.id(extension))
+            .collect::<Result<_>>()?;
+        for row in &mut rows {
+            let local = usize::from(row.extid.get());
+            row.extid = U16::new(global.get(local).copied().unwrap_or_default());
+        }
+        self.stems.append(&stems, self.rows.len() as u64);
+        self.rows.extend_from_slice(&rows);
+        Ok(())
+    }
+}
+
+/// Extensions in first-seen order, each with its id (its place).
+#[derive(Debug, Default)]
+struct Extensions {
+    names: Vec<String>,
+    ids: HashMap<String, u16, Xxh3DefaultBuilder>,
+}
+
+impl Extensions {
+    /// The id of `extension`, the next one when it is new.
+    fn id(&mut self, extension: &str) -> Result<u16> {
+        if let Some(&id) = self.ids.get(extension) {
+            return Ok(id);
+        }
+        let id = u16::try_from(self.names.len()).map_err(|_| TaridxError::TooManyExtensions {
+            count: self.names.len() as u64 + 1,
+        })?;
+        self.ids.insert(extension.to_owned(), id);
+        self.names.push(extension.to_owned());
+        Ok(id)
+    }
+}
+
+/// Scans shard `fid` at `path`, reading it 1 MiB at a time: its rows, with
+/// the shard's own extension ids.
+fn scan_shard(fid: u16, path: &Path, rule: KeyRule) -> Result<RowTable> {
+    let source = FileSource::open(path)?;
+    let mut table = RowTable::default();
+    tar::scan_with(&source, |offset, size, name| {
+        let name = String::from_utf8_lossy(name);
+        let (stem, extension) = rule.split_parts(&name);
+        let extension = lowercase(extension);
+        table
+            .push(fid, offset, size, stem, &extension, keyhash(stem), || {
+                name.clone().into_owned()
+            })
+            .map_err(|error| TaridxError::InShard {
+                shard: path.to_owned(),
+                offset,
+                source: Box::new(error),
+            })
+    })?;
+    Ok(table)
 }
 
 /// Refuses an extension the index's extension block (one per line) cannot
@@ -291,10 +333,7 @@ impl Stems {
 #[derive(Debug, Default)]
 pub struct IndexBuilder {
     rule: KeyRule,
-    rows: Vec<Row>,
-    extension_ids: HashMap<String, u16, Xxh3DefaultBuilder>,
-    extensions: Vec<String>,
-    stems: Stems,
+    table: RowTable,
     /// Distinct stems and crash stems, as of the last [`Self::resolve`].
     n_stems: u64,
     crash_stems: Vec<String>,
@@ -324,75 +363,31 @@ impl IndexBuilder {
             split,
             key,
         } = member;
-        check_extension(&split.extension, || {
-            format!("{}.{}", split.key, split.extension)
-        })?;
-        let extid = self.extension_id(&split.extension)?;
-        self.stems.note(key, &split.key, self.rows.len() as u64);
-        self.rows.push(Row {
-            fid: U16::new(fid),
-            offset: U64::new(offset),
-            size: U64::new(size),
-            extid: U16::new(extid),
-            crashid: U32::new(0),
-            keyhash: U64::new(key),
-        });
-        Ok(())
-    }
-
-    /// The id of `extension`, the next one when it is new.
-    fn extension_id(&mut self, extension: &str) -> Result<u16> {
-        if let Some(&id) = self.extension_ids.get(extension) {
-            return Ok(id);
-        }
-        let id =
-            u16::try_from(self.extensions.len()).map_err(|_| TaridxError::TooManyExtensions {
-                count: self.extensions.len() as u64 + 1,
-            })?;
-        self.extension_ids.insert(extension.to_owned(), id);
-        self.extensions.push(extension.to_owned());
-        Ok(id)
-    }
-
-    /// Adds a scanned shard's rows, its extension ids made global.
-    fn add_shard(&mut self, shard: ScannedShard) -> Result<()> {
-        let ScannedShard {
-            mut rows,
-            stems,
-            extensions,
-            ..
-        } = shard;
-        let global: Vec<u16> = extensions
-            .iter()
-            .map(|extension| self.extension_id(extension))
-            .collect::<Result<_>>()?;
-        for row in &mut rows {
-            let local = usize::from(row.extid.get());
-            row.extid = U16::new(global.get(local).copied().unwrap_or_default());
-        }
-        self.stems.append(&stems, self.rows.len() as u64);
-        self.rows.extend_from_slice(&rows);
-        Ok(())
+        self.table
+            .push(fid, offset, size, &split.key, &split.extension, key, || {
+                format!("{}.{}", split.key, split.extension)
+            })
     }
 
     /// Gives the rows added since the last call their crash ids (every
     /// call looks at all stems: ids follow first-seen order, so earlier
     /// rows keep theirs).
     fn resolve(&mut self) -> Result<()> {
-        if self.resolved_rows == self.rows.len() {
+        let table = &mut self.table;
+        if self.resolved_rows == table.rows.len() {
             return Ok(());
         }
-        let (n_stems, crash_stems) = self.stems.crash_ids(&mut self.rows)?;
+        let (n_stems, crash_stems) = table.stems.crash_ids(&mut table.rows)?;
         self.n_stems = n_stems;
         self.crash_stems = crash_stems;
-        self.resolved_rows = self.rows.len();
+        self.resolved_rows = table.rows.len();
         Ok(())
     }
 
     /// The rows so far, with their crash ids.
     pub fn rows(&mut self) -> Result<&[Row]> {
         self.resolve()?;
-        Ok(&self.rows)
+        Ok(&self.table.rows)
     }
 
     /// Writes the index to `out` and returns it.
@@ -410,12 +405,12 @@ impl IndexBuilder {
 
     fn parts(&mut self) -> Result<Parts<'_>> {
         self.resolve()?;
-        let extension_block = self.extensions.join("\n");
+        let extension_block = self.table.extensions.names.join("\n");
         let crash_block = self.crash_stems.join("\n");
         let n_stems = self.n_stems;
         let off_crash = u64::from(HEADER_SIZE) + extension_block.len() as u64;
         let off_arr = off_crash + crash_block.len() as u64;
-        let contiguous = rows_contiguous(&self.rows, n_stems);
+        let contiguous = rows_contiguous(&self.table.rows, n_stems);
         let webdataset = self.rule == KeyRule::WebDataset;
         let mut flags = if contiguous { FLAG_CONTIGUOUS } else { 0 };
         if webdataset {
@@ -432,8 +427,8 @@ impl IndexBuilder {
             rec_size: U16::new(ROW_SIZE),
             hdr_size: U16::new(HEADER_SIZE),
             n_stems: U64::new(n_stems),
-            n_rows: U64::new(self.rows.len() as u64),
-            n_ext: U32::new(self.extensions.len() as u32),
+            n_rows: U64::new(self.table.rows.len() as u64),
+            n_ext: U32::new(self.table.extensions.names.len() as u32),
             n_crash: U32::new(self.crash_stems.len() as u32),
             off_crash: U64::new(off_crash),
             off_arr: U64::new(off_arr),
@@ -444,7 +439,7 @@ impl IndexBuilder {
             header,
             extension_block,
             crash_block,
-            rows: &self.rows,
+            rows: &self.table.rows,
         })
     }
 
@@ -570,12 +565,12 @@ pub fn index_shards(
     }
     let rule = options.key_rule;
     let count = shards.len();
-    let scan_one = |fid: usize| -> Result<ScannedShard> {
+    let scan_one = |fid: usize| -> Result<RowTable> {
         let path = shards
             .get(fid)
             .ok_or(TaridxError::TooManyShards { count })?;
         let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards { count })?;
-        let shard = ScannedShard::scan(fid, path, rule)?;
+        let shard = scan_shard(fid, path, rule)?;
         on_shard_done();
         Ok(shard)
     };
@@ -587,7 +582,7 @@ pub fn index_shards(
     if threads == 1 {
         // One thread: each shard scanned, then merged, in turn.
         for fid in 0..count {
-            builder.add_shard(scan_one(fid)?)?;
+            builder.table.append(scan_one(fid)?)?;
         }
         return Ok(builder);
     }
@@ -596,7 +591,7 @@ pub fn index_shards(
     // shard's rows are freed once merged.
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let (sender, receiver) = mpsc::channel::<(usize, Result<ScannedShard>)>();
+    let (sender, receiver) = mpsc::channel::<(usize, Result<RowTable>)>();
     std::thread::scope(|scope| -> Result<IndexBuilder> {
         for _ in 0..threads {
             let sender = sender.clone();
@@ -618,13 +613,13 @@ pub fn index_shards(
             });
         }
         drop(sender);
-        let mut waiting: BTreeMap<usize, Result<ScannedShard>> = BTreeMap::new();
+        let mut waiting: BTreeMap<usize, Result<RowTable>> = BTreeMap::new();
         let mut merged = 0;
         let outcome = (|| {
             while merged < count {
                 match waiting.remove(&merged) {
                     Some(scanned) => {
-                        builder.add_shard(scanned?)?;
+                        builder.table.append(scanned?)?;
                         merged += 1;
                     }
                     None => match receiver.recv() {
