@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use binfmt_core::alloc::vec_with_capacity;
 use binfmt_core::layout::{IntoBytes, U16, U32, U64};
 use binfmt_core::{AtomicFile, FileSource, IoResultExt};
 use xxhash_rust::xxh3::Xxh3DefaultBuilder;
@@ -60,11 +59,64 @@ impl Prepared {
     }
 }
 
+/// Rows in the pieces they were made in: one per scanned shard, so merging
+/// a shard moves none of its rows (copying them into one growing table was
+/// a third of the merging thread's work, on the path every other thread
+/// waits for at the end).
+#[derive(Debug, Default)]
+struct Rows {
+    pieces: Vec<Vec<Row>>,
+    len: usize,
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, row: Row) {
+        match self.pieces.last_mut() {
+            Some(last) => last.push(row),
+            None => self.pieces.push(vec![row]),
+        }
+        self.len += 1;
+    }
+
+    fn append(&mut self, piece: Vec<Row>) {
+        self.len += piece.len();
+        self.pieces.push(piece);
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Row> {
+        self.pieces.iter().flatten()
+    }
+
+    /// Rows `start..end` (clamped to the rows there are), piece by piece.
+    fn range_mut(&mut self, start: usize, end: usize) -> impl Iterator<Item = &mut Row> {
+        let mut first = 0;
+        self.pieces.iter_mut().flat_map(move |piece| {
+            let (from, to) = (start.saturating_sub(first), end.saturating_sub(first));
+            first += piece.len();
+            let to = to.min(piece.len());
+            piece.get_mut(from.min(to)..to).unwrap_or_default()
+        })
+    }
+
+    /// The rows as one slice, joining the pieces first if there are several.
+    fn as_slice(&mut self) -> &[Row] {
+        if self.pieces.len() > 1 {
+            let joined = self.pieces.concat();
+            self.pieces = vec![joined];
+        }
+        self.pieces.first().map_or(&[], Vec::as_slice)
+    }
+}
+
 /// Rows with their runs of stems and the extensions their `extid`s
 /// index: one scanned shard's (ids the shard's own), or the whole index's.
 #[derive(Debug, Default)]
 struct RowTable {
-    rows: Vec<Row>,
+    rows: Rows,
     stems: Stems,
     extensions: Extensions,
 }
@@ -100,7 +152,7 @@ impl RowTable {
     /// Appends `other`'s rows, their extension ids made this table's.
     fn append(&mut self, other: Self) -> Result<()> {
         let Self {
-            mut rows,
+            rows,
             stems,
             extensions,
         } = other;
@@ -109,12 +161,14 @@ impl RowTable {
             .iter()
             .map(|extension| self.extensions.id(extension))
             .collect::<Result<_>>()?;
-        for row in &mut rows {
-            let local = usize::from(row.extid.get());
-            row.extid = U16::new(global.get(local).copied().unwrap_or_default());
-        }
         self.stems.append(&stems, self.rows.len() as u64);
-        self.rows.extend_from_slice(&rows);
+        for mut piece in rows.pieces {
+            for row in &mut piece {
+                let local = usize::from(row.extid.get());
+                row.extid = U16::new(global.get(local).copied().unwrap_or_default());
+            }
+            self.rows.append(piece);
+        }
         Ok(())
     }
 }
@@ -160,6 +214,8 @@ fn scan_shard(fid: u16, path: &Path, rule: KeyRule) -> Result<RowTable> {
                 source: Box::new(error),
             })
     })?;
+    // Here, on the scanning thread, rather than at the end on one.
+    table.stems.sort_by_hash()?;
     Ok(table)
 }
 
@@ -194,6 +250,10 @@ struct StemRun {
 struct Stems {
     runs: Vec<StemRun>,
     text: String,
+    /// `(hash, run)` of the first runs, in sorted segments (one per scanned
+    /// shard, sorted by the thread that scanned it), so that giving crash
+    /// ids only merges them.
+    by_hash: Vec<(u64, u64)>,
 }
 
 impl Stems {
@@ -227,8 +287,34 @@ impl Stems {
         self.text.get(start..end).unwrap_or_default()
     }
 
+    /// Sorts every run by hash, into [`Self::by_hash`].
+    fn sort_by_hash(&mut self) -> Result<()> {
+        let covered = self.by_hash.len();
+        binfmt_core::alloc::reserve(
+            &mut self.by_hash,
+            self.runs.len().saturating_sub(covered),
+            "taridx stem order",
+        )?;
+        let rest = self.runs.get(covered..).unwrap_or_default();
+        self.by_hash
+            .extend((covered as u64..).zip(rest).map(|(run, r)| (r.key, run)));
+        // Stable: it merges the sorted segments it finds instead of
+        // sorting again (pairs are distinct, so any sort gives this order).
+        self.by_hash.sort();
+        Ok(())
+    }
+
     /// Appends `other`, whose rows start at row `first_row`.
     fn append(&mut self, other: &Self, first_row: u64) {
+        let base_run = self.runs.len() as u64;
+        if self.by_hash.len() as u64 == base_run && other.by_hash.len() == other.runs.len() {
+            self.by_hash.extend(
+                other
+                    .by_hash
+                    .iter()
+                    .map(|&(key, run)| (key, run + base_run)),
+            );
+        }
         let base = self.text.len() as u64;
         self.text.push_str(&other.text);
         self.runs.extend(other.runs.iter().map(|run| StemRun {
@@ -241,12 +327,11 @@ impl Stems {
     /// Gives every row its crash id: the first stem seen with a hash is
     /// canonical (0); each other stem with that hash gets the next id in
     /// the order the stems were first seen. Returns the number of distinct
-    /// stems and the crash stems in id order. Work: one sort of the runs by
-    /// hash (16 bytes per run while it lasts), then linear.
-    fn crash_ids(&self, rows: &mut [Row]) -> Result<(u64, Vec<String>)> {
-        let mut order: Vec<(u64, u64)> = vec_with_capacity(self.runs.len(), "taridx stem order")?;
-        order.extend((0u64..).zip(&self.runs).map(|(run, r)| (r.key, run)));
-        order.sort_unstable();
+    /// stems and the crash stems in id order. Work: a merge of the runs
+    /// sorted by hash (16 bytes per run), then linear.
+    fn crash_ids(&mut self, rows: &mut Rows) -> Result<(u64, Vec<String>)> {
+        self.sort_by_hash()?;
+        let order = &self.by_hash;
         let mut distinct = 0u64;
         // (the run where a crash stem first shows, a run with that stem)
         let mut crashing: Vec<(u64, u64)> = Vec::new();
@@ -255,6 +340,11 @@ impl Stems {
             let Some((&(_, canonical_run), rest)) = group.split_first() else {
                 continue;
             };
+            if rest.is_empty() {
+                // One run under this hash (the common case): nothing to
+                // compare, so its stem is not looked up.
+                continue;
+            }
             let canonical = self.stem(canonical_run as usize);
             // Built only when a second stem shows under one hash (rare).
             let mut first_seen: HashMap<&str, u64> = HashMap::new();
@@ -304,7 +394,7 @@ impl Stems {
                 .runs
                 .get(run as usize + 1)
                 .map_or(rows.len(), |next| next.first_row as usize);
-            for row in rows.get_mut(start..end).unwrap_or_default() {
+            for row in rows.range_mut(start, end) {
                 row.crashid = U32::new(id);
             }
         }
@@ -387,7 +477,7 @@ impl IndexBuilder {
     /// The rows so far, with their crash ids.
     pub fn rows(&mut self) -> Result<&[Row]> {
         self.resolve()?;
-        Ok(&self.table.rows)
+        Ok(self.table.rows.as_slice())
     }
 
     /// Writes the index to `out` and returns it.
@@ -400,7 +490,7 @@ impl IndexBuilder {
 
     /// The index file's bytes.
     pub fn to_bytes(&mut self) -> Result<Vec<u8>> {
-        Ok(self.parts()?.each().concat())
+        Ok(self.parts()?.each().collect::<Vec<_>>().concat())
     }
 
     fn parts(&mut self) -> Result<Parts<'_>> {
@@ -410,7 +500,7 @@ impl IndexBuilder {
         let n_stems = self.n_stems;
         let off_crash = u64::from(HEADER_SIZE) + extension_block.len() as u64;
         let off_arr = off_crash + crash_block.len() as u64;
-        let contiguous = rows_contiguous(&self.table.rows, n_stems);
+        let contiguous = rows_contiguous(self.table.rows.iter(), n_stems);
         let webdataset = self.rule == KeyRule::WebDataset;
         let mut flags = if contiguous { FLAG_CONTIGUOUS } else { 0 };
         if webdataset {
@@ -439,7 +529,7 @@ impl IndexBuilder {
             header,
             extension_block,
             crash_block,
-            rows: &self.table.rows,
+            rows: &self.table.rows.pieces,
         })
     }
 
@@ -500,21 +590,22 @@ struct Parts<'a> {
     header: Header,
     extension_block: String,
     crash_block: String,
-    rows: &'a [Row],
+    rows: &'a [Vec<Row>],
 }
 
 impl Parts<'_> {
-    fn each(&self) -> [&[u8]; 4] {
+    fn each(&self) -> impl Iterator<Item = &[u8]> {
         [
             self.header.as_bytes(),
             self.extension_block.as_bytes(),
             self.crash_block.as_bytes(),
-            self.rows.as_bytes(),
         ]
+        .into_iter()
+        .chain(self.rows.iter().map(|piece| piece.as_bytes()))
     }
 
     fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
-        self.each().iter().try_for_each(|part| out.write_all(part))
+        self.each().try_for_each(|part| out.write_all(part))
     }
 }
 
@@ -774,6 +865,94 @@ mod tests {
         // a, a, b, b, a: three runs for two stems.
         assert!(!index.is_contiguous());
         index.verify(None).unwrap();
+    }
+
+    /// Members of three shards whose stems share hashes (forced: real
+    /// xxh64 collisions are out of reach): stem, extension, hash.
+    const SHARDS: [&[(&str, &str, u64)]; 3] = [
+        &[("first", "jpg", 42), ("x", "jpg", 7), ("second", "jpg", 42)],
+        &[
+            ("second", "txt", 42),
+            ("third", "jpg", 42),
+            ("first", "txt", 42),
+        ],
+        &[("third", "txt", 42), ("y", "cls", 7), ("x", "txt", 7)],
+    ];
+
+    #[test]
+    fn merged_shards_give_the_crash_ids_of_one_sequence() {
+        // Member by member, as one sequence.
+        let mut sequence = IndexBuilder::new(KeyRule::Glzn);
+        // Shard by shard, as index_shards does: each table sorted by the
+        // thread that scanned it, then appended in fid order.
+        let mut merged = IndexBuilder::new(KeyRule::Glzn);
+        for (fid, members) in (0u16..).zip(SHARDS) {
+            let mut table = RowTable::default();
+            for (i, &(stem, extension, key)) in (0u64..).zip(members) {
+                let offset = i * 1024;
+                table
+                    .push(fid, offset, 1, stem, extension, key, String::new)
+                    .unwrap();
+                sequence
+                    .table
+                    .push(fid, offset, 1, stem, extension, key, String::new)
+                    .unwrap();
+            }
+            table.stems.sort_by_hash().unwrap();
+            merged.table.append(table).unwrap();
+        }
+        let crashids = |builder: &mut IndexBuilder| -> Vec<u32> {
+            let rows = builder.rows().unwrap();
+            rows.iter().map(|r| r.crashid.get()).collect()
+        };
+        // The first stem under a hash is canonical (0); crash ids count
+        // the others in first-seen order, across hashes: 42 -> first (0),
+        // second (1), third (2); 7 -> x (0), y (3).
+        let expected = [0, 0, 1, 1, 2, 0, 2, 3, 0];
+        assert_eq!(crashids(&mut merged), expected);
+        assert_eq!(crashids(&mut sequence), expected);
+        let bytes = merged.to_bytes().unwrap();
+        assert!(bytes == sequence.to_bytes().unwrap());
+        let index = crate::Index::new(bytes).unwrap();
+        assert_eq!(
+            index.crash_stems().collect::<Vec<_>>(),
+            ["second", "third", "y"]
+        );
+        assert_eq!(index.n_stems(), 5);
+        index.verify(None).unwrap();
+    }
+
+    #[test]
+    fn rows_added_after_a_merge_get_ids_too() {
+        let mut builder = IndexBuilder::new(KeyRule::Glzn);
+        let mut table = RowTable::default();
+        for (i, &(stem, extension, key)) in (0u64..).zip(SHARDS[0]) {
+            table
+                .push(0, i * 1024, 1, stem, extension, key, String::new)
+                .unwrap();
+        }
+        table.stems.sort_by_hash().unwrap();
+        builder.table.append(table).unwrap();
+        // Ids given once, then more rows in the same piece and a new stem
+        // under a known hash.
+        assert_eq!(builder.rows().unwrap().len(), 3);
+        for (i, &(stem, extension, key)) in (3u64..).zip(SHARDS[1]) {
+            builder
+                .table
+                .push(1, i * 1024, 1, stem, extension, key, String::new)
+                .unwrap();
+        }
+        let crashids: Vec<u32> = builder
+            .rows()
+            .unwrap()
+            .iter()
+            .map(|r| r.crashid.get())
+            .collect();
+        assert_eq!(crashids, [0, 0, 1, 1, 2, 0]);
+        crate::Index::new(builder.to_bytes().unwrap())
+            .unwrap()
+            .verify(None)
+            .unwrap();
     }
 
     #[test]

@@ -614,7 +614,7 @@ impl<S: Source> Index<S> {
                 actual: distinct,
             });
         }
-        let actual = rows_contiguous(&rows, distinct);
+        let actual = rows_contiguous(rows.iter(), distinct);
         if actual != self.is_contiguous() {
             return Err(TaridxError::ContiguityFlagWrong {
                 flag: self.is_contiguous(),
@@ -675,15 +675,18 @@ impl<S: Source> Index<S> {
 /// Whether rows form exactly one run per key: fewer than two rows always
 /// do; otherwise the number of runs of equal `(keyhash, crashid)` must equal
 /// the number of distinct keys (the reference's rule).
-pub fn rows_contiguous(rows: &[Row], distinct_keys: u64) -> bool {
-    if rows.len() < 2 {
+pub fn rows_contiguous<'r>(rows: impl IntoIterator<Item = &'r Row>, distinct_keys: u64) -> bool {
+    let mut keys = rows.into_iter().map(Row::key);
+    let Some(mut last) = keys.next() else {
         return true;
+    };
+    let (mut rows, mut runs) = (1u64, 1u64);
+    for key in keys {
+        rows += 1;
+        runs += u64::from(key != last);
+        last = key;
     }
-    let runs = 1 + rows
-        .windows(2)
-        .filter(|pair| matches!(pair, [a, b] if a.key() != b.key()))
-        .count() as u64;
-    runs == distinct_keys
+    rows < 2 || runs == distinct_keys
 }
 
 impl CrashTable {
