@@ -42,7 +42,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use binfmt_core::{ByteSource, Source};
+use binfmt_core::{MapOnDemand, Source};
 
 use crate::compression::Compression;
 use crate::error::ParcodeError;
@@ -226,9 +226,10 @@ pub struct ParcodeFile {
 }
 
 impl ParcodeFile {
-    /// Opens the regular file at `path`, mapped.
+    /// Opens the regular file at `path`: small reads by `pread`, large ones
+    /// from a map made on the first of them ([`MapOnDemand`]).
     pub fn open<P: AsRef<Path>>(path: P) -> Result<Self> {
-        Self::from_source(ByteSource::open(path)?)
+        Self::from_source(MapOnDemand::open(path)?)
     }
 
     /// The file in `data`.
