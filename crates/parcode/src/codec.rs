@@ -29,12 +29,24 @@ pub fn encode_into<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     what: &'static str,
 ) -> Result<()> {
-    bincode::serde::encode_into_std_write(value, out, bincode::config::standard())
-        .map(|_| ())
-        .map_err(|error| ParError::Encode {
+    bincode::serde::encode_into_writer(value, Append(out), bincode::config::standard()).map_err(
+        |error| ParError::Encode {
             what,
             why: error.to_string(),
-        })
+        },
+    )
+}
+
+/// A bincode writer appending to a vector (in place of bincode's
+/// `std::io::Write` adapter, which also counts every write).
+struct Append<'v>(&'v mut Vec<u8>);
+
+impl bincode::enc::write::Writer for Append<'_> {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
 }
 
 /// Decodes a value from the start of `bytes`, the payload of the chunk at
