@@ -13,7 +13,11 @@
 //! | `[u8]`, `Vec<u8>` | memory | yes |
 //! | [`ByteSource`] | a read-only map of a regular file, or a buffer | yes |
 //! | [`FileSource`] | `pread` on a regular file | no |
+//! | [`MapOnDemand`] | `pread` for small ranges; a map of the file, made on the first large range | ranges of at least [`MapOnDemand::MAP_FROM`] bytes, and every range once mapped |
 //! | [`SeekSource`] | any `Read + Seek`, behind a lock | no |
+//!
+//! A source that can lend some ranges but not all says so per range with
+//! [`Source::borrow_at`].
 //!
 //! [`SourceExt`] adds the checked helpers readers use: [`SourceExt::bytes_at`]
 //! (borrowed or copied, the range checked against the source's size before
@@ -45,9 +49,9 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use memmap2::Mmap;
+use memmap2::{Mmap, MmapOptions};
 
 use crate::error::{Error, IoResultExt, Result, What};
 use crate::layout::Record;
@@ -72,6 +76,15 @@ pub trait Source: Send + Sync + fmt::Debug {
         None
     }
 
+    /// The `len` bytes at `offset`, borrowed, when the source can lend them
+    /// without copying: by default the range of [`Source::in_memory`]. A
+    /// range past the end gives `None`.
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(usize::try_from(len).ok()?)?;
+        self.in_memory()?.get(start..end)
+    }
+
     /// Fills `buf` with the bytes at `offset`. Callers check the range
     /// against [`Source::len`] first ([`SourceExt`] does).
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
@@ -89,14 +102,14 @@ pub trait Source: Send + Sync + fmt::Debug {
 
 /// Checked reads from any [`Source`].
 pub trait SourceExt: Source {
-    /// The `len` bytes at `offset`: borrowed when the source is in memory,
-    /// read into a buffer otherwise. The range is checked against the
-    /// source's size before anything is allocated.
+    /// The `len` bytes at `offset`: borrowed when the source lends them
+    /// ([`Source::borrow_at`]), read into a buffer otherwise. The range is
+    /// checked against the source's size before anything is allocated.
     fn bytes_at(&self, offset: u64, len: u64, what: impl Into<What>) -> Result<Cow<'_, [u8]>> {
         let what = what.into();
         let range = check_range(offset, len, self.len(), what)?;
-        if let Some(bytes) = self.in_memory() {
-            return Ok(Cow::Borrowed(bytes.get(range).unwrap_or_default()));
+        if let Some(bytes) = self.borrow_at(offset, len) {
+            return Ok(Cow::Borrowed(bytes));
         }
         let mut buf = vec![0; range.len()];
         self.read_exact_at(offset, &mut buf)
@@ -262,6 +275,9 @@ macro_rules! forward_source {
             fn in_memory(&self) -> Option<&[u8]> {
                 (**self).in_memory()
             }
+            fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+                (**self).borrow_at(offset, len)
+            }
             fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
                 (**self).read_exact_at(offset, buf)
             }
@@ -384,7 +400,7 @@ impl ByteSource {
         if len == 0 {
             return None;
         }
-        let map = map_read_only(file).ok()?;
+        let map = map_read_only(file, len).ok()?;
         Some(Self {
             bytes: Bytes::Mapped(map),
             path: path.to_owned(),
@@ -481,14 +497,17 @@ impl Source for ByteSource {
     }
 }
 
+/// Maps the first `len` bytes of `file` (its size, which the caller took
+/// from the open descriptor: the map does not ask again).
 #[allow(unsafe_code)]
-fn map_read_only(file: &File) -> io::Result<Mmap> {
+fn map_read_only(file: &File, len: u64) -> io::Result<Mmap> {
+    let len = usize::try_from(len).map_err(io::Error::other)?;
     // SAFETY: the map is read-only and private to this process; it stays
     // valid for as long as `Mmap` lives. Another process truncating or
     // rewriting the file while it is mapped can change or remove bytes under
     // us (SIGBUS on access past a truncation), the standing caveat of every
     // mmap-based reader; callers for whom that matters use `FileSource`.
-    unsafe { Mmap::map(file) }
+    unsafe { MmapOptions::new().len(len).map(file) }
 }
 
 /// A regular file read by offset (`pread`), without a map and without a
@@ -557,6 +576,103 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result
         }
     }
     Ok(())
+}
+
+/// A regular file read by offset (`pread`) for small ranges and mapped,
+/// whole and once, on the first range of at least
+/// [`MapOnDemand::MAP_FROM`] bytes; from then on every range is borrowed
+/// from the map.
+///
+/// Opening and a few small reads (a format's header, a table, one entry)
+/// cost a `pread` each and no map: no `mmap`, page faults or `munmap`, which
+/// dominate a point access through a map. Large ranges (a whole shard, a
+/// bulk load) are borrowed from the map without a copy, as from
+/// [`ByteSource`]. When mapping fails, every range is read.
+///
+/// # Examples
+///
+/// ```
+/// use std::borrow::Cow;
+/// use binfmt_core::{MapOnDemand, SourceExt};
+///
+/// let mut file = tempfile::NamedTempFile::new()?;
+/// std::io::Write::write_all(&mut file, &vec![7u8; 1 << 20])?;
+/// let source = MapOnDemand::open(file.path())?;
+/// let head = source.bytes_at(0, 16, "header")?;
+/// assert!(matches!(head, Cow::Owned(_)) && !source.is_mapped()); // read
+/// let big = source.bytes_at(0, MapOnDemand::MAP_FROM, "payload")?;
+/// assert!(matches!(big, Cow::Borrowed(_)) && source.is_mapped()); // mapped
+/// let head = source.bytes_at(0, 16, "header")?;
+/// assert!(matches!(head, Cow::Borrowed(_))); // borrowed from then on
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct MapOnDemand {
+    file: FileSource,
+    map: OnceLock<Option<Mmap>>,
+}
+
+impl MapOnDemand {
+    /// Ranges of at least this many bytes are borrowed from a map (made on
+    /// the first such range); shorter ones are read until then. Copying 64
+    /// KiB costs about what mapping, faulting in and unmapping it does.
+    pub const MAP_FROM: u64 = 64 << 10;
+
+    /// Opens the regular file at `path`; anything else is refused. Nothing
+    /// is mapped yet.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Ok(Self {
+            file: FileSource::open(path)?,
+            map: OnceLock::new(),
+        })
+    }
+
+    /// The path the file was opened from.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Whether the file has been mapped.
+    pub fn is_mapped(&self) -> bool {
+        self.map.get().is_some_and(Option::is_some)
+    }
+
+    fn map(&self) -> Option<&Mmap> {
+        self.map
+            .get_or_init(|| {
+                (self.file.len > 0)
+                    .then(|| map_read_only(&self.file.file, self.file.len).ok())
+                    .flatten()
+            })
+            .as_ref()
+    }
+}
+
+impl Source for MapOnDemand {
+    fn len(&self) -> u64 {
+        self.file.len
+    }
+
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let map = match self.map.get() {
+            Some(map) => map.as_ref()?,
+            None if len >= Self::MAP_FROM => self.map()?,
+            None => return None,
+        };
+        let start = usize::try_from(offset).ok()?;
+        map.get(start..start.checked_add(usize::try_from(len).ok()?)?)
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        match self.map.get().and_then(Option::as_ref) {
+            Some(map) => map.as_ref().read_exact_at(offset, buf),
+            None => self.file.read_exact_at(offset, buf),
+        }
+    }
+
+    fn name(&self) -> &Path {
+        self.file.name()
+    }
 }
 
 /// Any `Read + Seek` as a source: each read seeks, then reads, under a lock.

@@ -42,7 +42,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use binfmt_core::{ByteSource, Source};
+use binfmt_core::{ByteSource, MapOnDemand, Source};
 
 use crate::compression::Compression;
 use crate::error::ParcodeError;
@@ -119,13 +119,14 @@ impl Parcode {
         Ok(bytes)
     }
 
-    /// Reads the whole value in the file at `path`.
+    /// Reads the whole value in the file at `path` (mapped at once: a load
+    /// reads every chunk, however small).
     pub fn load<T, P>(path: P) -> Result<T>
     where
         T: ParcodeNative,
         P: AsRef<Path>,
     {
-        ParcodeFile::open(path)?.load()
+        ParcodeFile::from_source(ByteSource::open(path)?)?.load()
     }
 
     /// Reads the whole value in `data`.
@@ -226,9 +227,10 @@ pub struct ParcodeFile {
 }
 
 impl ParcodeFile {
-    /// Opens the regular file at `path`, mapped.
+    /// Opens the regular file at `path`: small reads by `pread`, large ones
+    /// from a map made on the first of them ([`MapOnDemand`]).
     pub fn open<P: AsRef<Path>>(path: P) -> Result<Self> {
-        Self::from_source(ByteSource::open(path)?)
+        Self::from_source(MapOnDemand::open(path)?)
     }
 
     /// The file in `data`.

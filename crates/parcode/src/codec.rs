@@ -1,11 +1,13 @@
 //! Values inside payloads: serde + bincode 2 with the standard
 //! configuration (varint integers, little-endian), as the reference uses.
 
+use std::cell::Cell;
+use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 
 use serde::Serialize;
-use serde::de::{DeserializeOwned, DeserializeSeed};
+use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Visitor};
 use xxhash_rust::xxh64::Xxh64;
 
 use crate::error::{ParError, Result};
@@ -27,12 +29,24 @@ pub fn encode_into<T: Serialize + ?Sized>(
     out: &mut Vec<u8>,
     what: &'static str,
 ) -> Result<()> {
-    bincode::serde::encode_into_std_write(value, out, bincode::config::standard())
-        .map(|_| ())
-        .map_err(|error| ParError::Encode {
+    bincode::serde::encode_into_writer(value, Append(out), bincode::config::standard()).map_err(
+        |error| ParError::Encode {
             what,
             why: error.to_string(),
-        })
+        },
+    )
+}
+
+/// A bincode writer appending to a vector (in place of bincode's
+/// `std::io::Write` adapter, which also counts every write).
+struct Append<'v>(&'v mut Vec<u8>);
+
+impl bincode::enc::write::Writer for Append<'_> {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
 }
 
 /// Decodes a value from the start of `bytes`, the payload of the chunk at
@@ -127,6 +141,131 @@ pub(crate) fn decode_plain<T: bincode::Decode<()>>(
     Ok(bincode::de::Decoder::reader(&mut decoder).used)
 }
 
+/// A number or boolean type, as bincode encodes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Plain {
+    Bool,
+    U8,
+    U16,
+    U32,
+    U64,
+    U128,
+    I8,
+    I16,
+    I32,
+    I64,
+    I128,
+    F32,
+    F64,
+}
+
+/// The number or boolean type `T` decodes as, when it decodes as one alone
+/// (the type itself, or newtypes around it): what its `Deserialize` asks a
+/// probe deserializer for. A `Deserialize` consumes its deserializer with
+/// one request, so a type that asks for a `u64` is encoded exactly as a
+/// `u64`, whatever its visitor then makes of the value.
+pub(crate) fn plain_kind<T: DeserializeOwned>() -> Option<Plain> {
+    let asked = Cell::new(None);
+    // The probe's values are made up: only the request matters.
+    drop(T::deserialize(Probe(&asked)));
+    asked.get()
+}
+
+/// The deserializer [`plain_kind`] hands a type: it answers requests for
+/// numbers and booleans (and looks through newtypes), refuses the rest.
+struct Probe<'c>(&'c Cell<Option<Plain>>);
+
+#[derive(Debug)]
+struct NotPlain;
+
+impl fmt::Display for NotPlain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("not a number or boolean")
+    }
+}
+
+impl std::error::Error for NotPlain {}
+
+impl serde::de::Error for NotPlain {
+    fn custom<M: fmt::Display>(_: M) -> Self {
+        NotPlain
+    }
+}
+
+macro_rules! probe_plain {
+    ($($method:ident => $kind:ident, $visit:ident($zero:expr);)*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotPlain> {
+            self.0.set(Some(Plain::$kind));
+            visitor.$visit($zero)
+        }
+    )*};
+}
+
+impl<'de> Deserializer<'de> for Probe<'_> {
+    type Error = NotPlain;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, NotPlain> {
+        Err(NotPlain)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, NotPlain> {
+        // bincode encodes a newtype as what it wraps.
+        visitor.visit_newtype_struct(self)
+    }
+
+    probe_plain! {
+        deserialize_bool => Bool, visit_bool(false);
+        deserialize_u8 => U8, visit_u8(0);
+        deserialize_u16 => U16, visit_u16(0);
+        deserialize_u32 => U32, visit_u32(0);
+        deserialize_u64 => U64, visit_u64(0);
+        deserialize_u128 => U128, visit_u128(0);
+        deserialize_i8 => I8, visit_i8(0);
+        deserialize_i16 => I16, visit_i16(0);
+        deserialize_i32 => I32, visit_i32(0);
+        deserialize_i64 => I64, visit_i64(0);
+        deserialize_i128 => I128, visit_i128(0);
+        deserialize_f32 => F32, visit_f32(0.0);
+        deserialize_f64 => F64, visit_f64(0.0);
+    }
+
+    serde::forward_to_deserialize_any! {
+        char str string bytes byte_buf option unit unit_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// Moves past `count` values of type `kind` at the start of `bytes` with
+/// bincode's own decoders (the bytes serde would read for them, checked
+/// alike); returns the bytes used. The chunk at `offset` is named in errors.
+pub(crate) fn skip_plain(
+    kind: Plain,
+    bytes: &[u8],
+    count: usize,
+    offset: u64,
+    what: &'static str,
+) -> Result<usize> {
+    match kind {
+        Plain::Bool => decode_plain::<bool>(bytes, count, offset, what, drop),
+        Plain::U8 => decode_plain::<u8>(bytes, count, offset, what, drop),
+        Plain::U16 => decode_plain::<u16>(bytes, count, offset, what, drop),
+        Plain::U32 => decode_plain::<u32>(bytes, count, offset, what, drop),
+        Plain::U64 => decode_plain::<u64>(bytes, count, offset, what, drop),
+        Plain::U128 => decode_plain::<u128>(bytes, count, offset, what, drop),
+        Plain::I8 => decode_plain::<i8>(bytes, count, offset, what, drop),
+        Plain::I16 => decode_plain::<i16>(bytes, count, offset, what, drop),
+        Plain::I32 => decode_plain::<i32>(bytes, count, offset, what, drop),
+        Plain::I64 => decode_plain::<i64>(bytes, count, offset, what, drop),
+        Plain::I128 => decode_plain::<i128>(bytes, count, offset, what, drop),
+        Plain::F32 => decode_plain::<f32>(bytes, count, offset, what, drop),
+        Plain::F64 => decode_plain::<f64>(bytes, count, offset, what, drop),
+    }
+}
+
 /// The hash the reference buckets map keys by: xxHash64, seed 0, over the
 /// bytes the key's `Hash` implementation feeds a hasher.
 pub fn hash_key<K: Hash + ?Sized>(key: &K) -> u64 {
@@ -152,6 +291,44 @@ mod tests {
         assert_eq!(encode(&vec![1u8, 2], "x").unwrap(), [2, 1, 2]);
         let (value, used) = decode::<u64>(&[251, 44, 1, 9], 0, "x").unwrap();
         assert_eq!((value, used), (300, 3));
+    }
+
+    #[test]
+    fn plain_kinds_are_what_types_ask_for() {
+        // Never built: only their `Deserialize` is looked at.
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Id(u64);
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Pair(u64, u64);
+        assert_eq!(plain_kind::<u64>(), Some(Plain::U64));
+        assert_eq!(plain_kind::<usize>(), Some(Plain::U64));
+        assert_eq!(plain_kind::<i16>(), Some(Plain::I16));
+        assert_eq!(plain_kind::<f64>(), Some(Plain::F64));
+        assert_eq!(plain_kind::<bool>(), Some(Plain::Bool));
+        assert_eq!(plain_kind::<Id>(), Some(Plain::U64));
+        // A visitor refusing the probe's zero still asked for a u64.
+        assert_eq!(plain_kind::<std::num::NonZeroU64>(), Some(Plain::U64));
+        assert_eq!(plain_kind::<Pair>(), None);
+        assert_eq!(plain_kind::<String>(), None);
+        assert_eq!(plain_kind::<Option<u64>>(), None);
+        assert_eq!(plain_kind::<char>(), None);
+    }
+
+    #[test]
+    fn skipping_reads_what_decoding_reads() {
+        let values: Vec<i64> = vec![0, -1, 300, i64::MIN, 1 << 40, 7];
+        let bytes = encode(&values, "x").unwrap();
+        let (_, prefix) = decode::<u64>(&bytes, 0, "x").unwrap();
+        for (count, value) in values.iter().enumerate() {
+            let used = skip_plain(Plain::I64, &bytes[prefix..], count, 0, "x").unwrap();
+            let (next, _) = decode::<i64>(&bytes[prefix + used..], 0, "x").unwrap();
+            assert_eq!(next, *value);
+        }
+        // Past the end, and a tag a u16 cannot have, are errors.
+        assert!(skip_plain(Plain::I64, &bytes[prefix..], 7, 0, "x").is_err());
+        assert!(skip_plain(Plain::U16, &[253, 0, 0, 0, 0, 0, 0, 0, 0], 1, 0, "x").is_err());
     }
 
     #[test]

@@ -173,7 +173,17 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
         buckets
             .par_iter_mut()
             .map(|members| {
-                members.sort_unstable_by_key(hash_of);
+                // Sorted as (hash, entry) pairs: a sort that looks each
+                // hash up through its entry index spends its time on the
+                // lookups.
+                let mut pairs: Vec<(u64, usize)> = members
+                    .iter()
+                    .map(|entry| (hash_of(entry), *entry))
+                    .collect();
+                pairs.sort_unstable_by_key(|&(hash, _)| hash);
+                for (slot, (_, entry)) in members.iter_mut().zip(pairs) {
+                    *slot = entry;
+                }
                 // Equal hashes (rare): order by encoded key; equal keys are
                 // the same key given twice.
                 let mut start = 0;
@@ -247,19 +257,26 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
         encode_into(*value, out, "map value")
     }
 
-    /// Bucket `bucket`'s payload: header, tables, entries.
+    /// Bucket `bucket`'s payload: header, tables, entries. The entries are
+    /// encoded after room for the tables, which are filled in afterwards.
     pub(crate) fn bucket_payload(&self, bucket: usize) -> Result<Vec<u8>> {
         let members = self.buckets.get(bucket).map_or(&[][..], Vec::as_slice);
-        let mut blob = Vec::new();
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tables_len = BUCKET_HEADER as usize + members.len() * TABLE_ENTRY as usize;
+        let mut payload = vec![0; tables_len];
         let mut spans = Vec::with_capacity(members.len());
         for &entry in members {
-            let start = blob.len();
-            self.encode_entry(entry, &mut blob)?;
+            let start = payload.len();
+            self.encode_entry(entry, &mut payload)?;
             let hash = self.hashes.get(entry).copied().unwrap_or(0);
-            spans.push((hash, (blob.len() - start) as u64));
+            spans.push((hash, (payload.len() - start) as u64));
         }
-        let mut payload = bucket_tables(&spans)?;
-        payload.extend_from_slice(&blob);
+        let tables = bucket_tables(&spans)?;
+        if let Some(room) = payload.get_mut(..tables.len()) {
+            room.copy_from_slice(&tables);
+        }
         Ok(payload)
     }
 

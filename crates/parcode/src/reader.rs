@@ -37,7 +37,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use binfmt_core::layout::Record;
-use binfmt_core::{ByteSource, Error as CoreError, Source, SourceExt};
+use binfmt_core::{ByteSource, Error as CoreError, MapOnDemand, Source, SourceExt};
 
 use crate::compression::Compression;
 use crate::error::{ParError, Result};
@@ -153,10 +153,13 @@ pub struct ParFile<S: Source = ByteSource> {
     limits: Limits,
 }
 
-impl ParFile<ByteSource> {
-    /// Opens `path`, memory-mapped (only regular files are accepted).
+impl ParFile<MapOnDemand> {
+    /// Opens `path` (only regular files are accepted): small reads (the
+    /// header, trailers, a bucket's tables, one entry) by `pread`, large
+    /// ones (a shard, a whole bucket) from a map made on the first of them
+    /// ([`MapOnDemand`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::new(ByteSource::open(path)?)
+        Self::new(MapOnDemand::open(path)?)
     }
 }
 
@@ -224,14 +227,28 @@ impl<S: Source> ParFile<S> {
                 Some((start, Arc::from(bytes)))
             }
         };
-        let file = Self {
+        let mut file = Self {
             source,
             root_offset,
             root_length,
             root_tail,
             limits,
         };
-        file.root()?;
+        // A child table longer than the first read was read whole: keep
+        // that, so `root()` does not read it again.
+        let widened = match file.root()? {
+            Chunk {
+                tail: Held::Shared(bytes),
+                tail_start,
+                ..
+            } if file.root_tail.as_ref().map(|(start, _)| *start) != Some(tail_start) => {
+                Some((tail_start, bytes))
+            }
+            _ => None,
+        };
+        if widened.is_some() {
+            file.root_tail = widened;
+        }
         Ok(file)
     }
 
@@ -613,9 +630,13 @@ impl<'a> Chunk<'a> {
             let at = (from - self.tail_start) as usize;
             return Ok(self.tail.cow(at..at + len as usize));
         }
-        // From memory, borrow the range whatever the trailer read covered.
-        if to <= self.tail_start || self.source.in_memory().is_some() {
+        if to <= self.tail_start {
             return Ok(self.source.bytes_at(from, len, "PAR4 payload")?);
+        }
+        // From a source that lends the range (memory, a map), borrow it
+        // whatever the trailer read covered.
+        if let Some(bytes) = self.source.borrow_at(from, len) {
+            return Ok(Cow::Borrowed(bytes));
         }
         // Partly read with the trailer: read the rest in place, then append.
         let head = (self.tail_start - from) as usize;

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{decode, decode_seed, encode, encode_into};
+use crate::codec::{Plain, decode, decode_seed, encode, encode_into, plain_kind, skip_plain};
 use crate::error::{ParError, Result};
 use crate::reader::Chunk;
 use crate::writer::{ChunkGraph, NodeId};
@@ -435,6 +435,9 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
                 why: format!("item {local} cannot be in {} bytes", payload.len()),
             });
         }
+        if let Some(kind) = plain_kind::<T>() {
+            return Self::nth_plain(kind, &payload, local, chunk.offset());
+        }
         decode_seed(
             NthItem::<T>::new(local),
             &payload,
@@ -442,6 +445,29 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
             "Vec shard",
         )
         .map(|(item, _)| item)
+    }
+
+    /// Item `local` of a shard of numbers or booleans: the items before it
+    /// skipped by bincode's own decoders, which read the same bytes as
+    /// serde does, without its per-item indirection.
+    fn nth_plain(kind: Plain, payload: &[u8], local: usize, offset: u64) -> Result<T> {
+        let (count, mut at) = decode::<u64>(payload, offset, "Vec shard")?;
+        if local as u64 >= count {
+            return Err(ParError::Payload {
+                offset,
+                what: "Vec shard",
+                why: format!("no item {local} in a shard of {count}"),
+            });
+        }
+        at += skip_plain(
+            kind,
+            payload.get(at..).unwrap_or_default(),
+            local,
+            offset,
+            "Vec shard",
+        )?;
+        decode::<T>(payload.get(at..).unwrap_or_default(), offset, "Vec shard")
+            .map(|(item, _)| item)
     }
 
     /// The items of shard `index`, which must be exactly those the run
