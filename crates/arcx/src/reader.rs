@@ -8,6 +8,7 @@
 //! decompresses only that file's blocks, checks each block's CRC32 and size,
 //! and the file's SHA-256 when its last byte has been read.
 
+use std::borrow::Cow;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -22,6 +23,7 @@ use crate::format::{
     Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_MAGIC, HEADER_SIZE, Header, MANIFEST_MAGIC,
     crc32,
 };
+use crate::lookup;
 use crate::manifest::{ChunkRecord, FileEntry, Manifest};
 
 /// Bounds a reader enforces against hostile archives.
@@ -226,6 +228,39 @@ impl<S: Source> Archive<S> {
     /// region before it (one read each), then, unless `options` defers it
     /// to [`Archive::verify`], the header.
     pub fn with_options(source: S, options: OpenOptions) -> Result<Self> {
+        Self::load(source, options, None)
+    }
+
+    /// Opens the archive in `source` for the file at `path` alone: the
+    /// manifest is read and walked as by [`Archive::with_options`], but only
+    /// that file's rows are kept and checked, with no path index
+    /// (`spec/arcx.md`, "Reading one file"): the cost of a lookup grows with
+    /// the manifest's bytes, not with building every row. Rules about other
+    /// files are left to the full open and to [`Archive::verify`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("hello.txt"), b"hello")?;
+    /// std::fs::write(dir.path().join("other.txt"), b"other")?;
+    /// let out = dir.path().join("out.arcx");
+    /// binfmt_arcx::pack_dir(dir.path(), &out, binfmt_arcx::PackOptions::default(), |_| {})?;
+    ///
+    /// let source = binfmt_core::FileSource::open(&out)?;
+    /// let one = binfmt_arcx::Archive::open_one(source, "hello.txt", Default::default())?;
+    /// assert_eq!(one.read()?, b"hello");
+    /// assert_eq!(one.file().size(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_one(source: S, path: &str, options: OpenOptions) -> Result<OneFile<S>> {
+        Ok(OneFile {
+            archive: Self::load(source, options, Some(path))?,
+        })
+    }
+
+    /// Opens the archive: every file, or (`one`) only the file at that path.
+    fn load(source: S, options: OpenOptions, one: Option<&str>) -> Result<Self> {
         let limits = options
             .limits
             .with_max_block_size(options.limits.max_block_size);
@@ -284,27 +319,40 @@ impl<S: Source> Archive<S> {
                 Self::spec_manifest(&region, &footer, &limits)?,
             )
         } else {
-            (
-                Dialect::ArcxCli,
-                Self::cli_manifest(&region, &footer, manifest_offset, &limits)?,
-            )
+            let body = Self::cli_manifest(&region, &footer, manifest_offset, &limits)?;
+            (Dialect::ArcxCli, body)
+        };
+        let manifest = match one {
+            None => match dialect {
+                Dialect::Spec => Manifest::decode_spec_body(&manifest),
+                _ => Manifest::decode_cli_raw(&manifest),
+            }
+            .map_err(manifest_error)?,
+            Some(path) => lookup::find(dialect, &manifest, path, manifest_offset, &limits)?
+                .ok_or_else(|| ArcxError::NotFound {
+                    path: path.to_owned(),
+                })?,
         };
         drop(region);
         let manifest_stored = match dialect {
             Dialect::Spec => region_len,
             Dialect::ArcxCli => region_len / 2,
         };
-        if dialect == Dialect::Spec && u64::from(footer.field_24.get()) != manifest.len() as u64 {
+        let files = manifest.archive_files();
+        if dialect == Dialect::Spec && u64::from(footer.field_24.get()) != files as u64 {
             return Err(manifest_error(binfmt_core::Error::corrupt(
                 "footer",
                 format!(
-                    "total_files is {} but the manifest lists {} files",
+                    "total_files is {} but the manifest lists {files} files",
                     footer.field_24.get(),
-                    manifest.len()
                 ),
             )));
         }
-        let paths = check(&manifest, manifest_offset, &limits)?;
+        let paths = match one {
+            None => check(&manifest, manifest_offset, &limits)?,
+            // `lookup::find` checked what the file depends on.
+            Some(_) => PathIndex::one(&manifest),
+        };
         let archive = Self {
             source,
             dialect,
@@ -367,7 +415,12 @@ impl<S: Source> Archive<S> {
         }
     }
 
-    fn spec_manifest(region: &[u8], footer: &Footer, limits: &Limits) -> Result<Manifest> {
+    /// The spec manifest's body, decompressed.
+    fn spec_manifest(
+        region: &[u8],
+        footer: &Footer,
+        limits: &Limits,
+    ) -> Result<Cow<'static, [u8]>> {
         let size = region.len() as u64;
         if size > limits.max_manifest_stored {
             return Err(too_large(
@@ -384,17 +437,18 @@ impl<S: Source> Archive<S> {
         let compressed = region.get(MANIFEST_MAGIC.len()..).unwrap_or_default();
         let budget = limits.manifest_budget(compressed.len() as u64);
         let body = decompress_bounded(compressed, budget).map_err(zstd_manifest)?;
-        Manifest::decode_spec_body(&body).map_err(manifest_error)
+        Ok(Cow::Owned(body))
     }
 
     /// The tool's region: u32 length, the manifest, then the same again
-    /// (the copy it calls the index), then the footer.
-    fn cli_manifest(
-        region: &[u8],
+    /// (the copy it calls the index), then the footer. Returns the raw
+    /// manifest (`MFv2` ...), decompressed when it is compressed.
+    fn cli_manifest<'r>(
+        region: &'r [u8],
         footer: &Footer,
         manifest_offset: u64,
         limits: &Limits,
-    ) -> Result<Manifest> {
+    ) -> Result<Cow<'r, [u8]>> {
         let length = region
             .first_chunk::<4>()
             .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)));
@@ -440,11 +494,10 @@ impl<S: Source> Archive<S> {
         if flags & 0x01 != 0 {
             let budget = limits.manifest_budget(payload.len() as u64);
             let raw = decompress_bounded(payload, budget).map_err(zstd_manifest)?;
-            Manifest::decode_cli_raw(&raw)
+            Ok(Cow::Owned(raw))
         } else {
-            Manifest::decode_cli_raw(payload)
+            Ok(Cow::Borrowed(payload))
         }
-        .map_err(manifest_error)
     }
 
     /// Which dialect the archive is in.
@@ -528,7 +581,7 @@ impl<S: Source> Archive<S> {
         let ranges: Vec<std::ops::Range<u64>> = files
             .into_iter()
             .flat_map(|file| file.chunks())
-            .filter_map(|chunk| self.manifest.blocks().get(chunk.block as usize))
+            .filter_map(|chunk| self.manifest.block(chunk.block))
             .map(|block| block.offset..block.end())
             .collect();
         self.source.will_read(&ranges);
@@ -550,7 +603,15 @@ impl<S: Source> Archive<S> {
 
     /// The bytes of the file at `path`; memory grows as they are read.
     pub fn read(&self, path: &str) -> Result<Vec<u8>> {
-        let mut reader = self.reader(path)?;
+        let file = self.find(path).ok_or_else(|| ArcxError::NotFound {
+            path: path.to_owned(),
+        })?;
+        self.read_file(file)
+    }
+
+    /// The bytes of `file`, one of this archive's files.
+    fn read_file(&self, file: FileEntry<'_>) -> Result<Vec<u8>> {
+        let mut reader = self.reader_for(file);
         let mut out = Vec::with_capacity(reader.file.size().min(16 << 20) as usize);
         reader
             .read_to_end(&mut out)
@@ -606,8 +667,7 @@ impl<S: Source> Archive<S> {
 
     fn block_record(&self, id: u32) -> Result<crate::manifest::BlockRecord> {
         self.manifest
-            .blocks()
-            .get(id as usize)
+            .block(id)
             .copied()
             .ok_or_else(|| ArcxError::BlockData {
                 block: id,
@@ -646,6 +706,45 @@ impl<S: Source> Archive<S> {
             },
         };
         Ok(Piece::Memory { bytes, start, end })
+    }
+}
+
+/// One file of an archive, found by [`Archive::open_one`]: the archive's
+/// source and that file's rows, nothing else of the manifest.
+#[derive(Debug)]
+pub struct OneFile<S = FileSource> {
+    /// An archive whose manifest holds the one file.
+    archive: Archive<S>,
+}
+
+impl<S: Source> OneFile<S> {
+    /// The file.
+    pub fn file(&self) -> FileEntry<'_> {
+        // `open_one` fails unless the manifest holds the file.
+        self.archive
+            .files()
+            .next()
+            .unwrap_or_else(|| unreachable!())
+    }
+
+    /// Which dialect the archive is in.
+    pub fn dialect(&self) -> Dialect {
+        self.archive.dialect
+    }
+
+    /// The source the archive is read from.
+    pub fn source(&self) -> &S {
+        &self.archive.source
+    }
+
+    /// A reader of the file's bytes, checked as [`Archive::reader`]'s are.
+    pub fn reader(&self) -> FileReader<'_, S> {
+        self.archive.reader_for(self.file())
+    }
+
+    /// The file's bytes; memory grows as they are read.
+    pub fn read(&self) -> Result<Vec<u8>> {
+        self.archive.read_file(self.file())
     }
 }
 
