@@ -161,40 +161,74 @@ impl Archive<FileSource> {
     }
 }
 
-/// Decompresses one zstd frame, failing once the output passes `limit`
-/// bytes: the output grows as it is produced, never by a declared size.
+/// Decompresses the zstd frames in `stored`, failing once the output passes
+/// `limit` bytes: the output grows as it is produced, never by a declared
+/// size. zstd writes straight into the output's spare room; the first room
+/// is a multiple of the bytes present ([`FIRST_ROOM_PER_STORED_BYTE`], within
+/// `limit`), and when a frame's stated size fits in it zstd decodes the frame
+/// in one pass, with no window buffer and no copy (a frame whose content is
+/// not its stated size is refused by zstd either way).
 fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
-    let mut decoder = zstd::stream::read::Decoder::new(stored)?;
+    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
+    let zstd_error = |code| io::Error::other(zstd::zstd_safe::get_error_name(code));
+    // One byte past the limit tells "exactly the limit" from "beyond".
+    let most = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    let mut context = DCtx::try_create().ok_or(io::ErrorKind::OutOfMemory)?;
+    let mut input = InBuffer::around(stored);
     let mut out = Vec::new();
-    // The output grows by doubling as bytes come, but never past `limit`:
-    // one byte beyond it is read into the piece buffer, not the output.
-    let mut piece = vec![0u8; 1 << 16];
-    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut room = stored
+        .len()
+        .saturating_mul(FIRST_ROOM_PER_STORED_BYTE)
+        .max(MIN_ROOM);
     loop {
-        let n = match decoder.read(&mut piece) {
-            Ok(n) => n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        let Some(bytes) = piece.get(..n).filter(|bytes| !bytes.is_empty()) else {
-            return Ok(out);
-        };
-        if bytes.len() > cap - out.len() {
-            return Err(io::Error::other(format!(
-                "{} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)",
-                stored.len()
-            )));
-        }
-        if out.capacity() - out.len() < bytes.len() {
-            let grown = out
-                .capacity()
-                .saturating_mul(2)
-                .max(out.len() + bytes.len());
-            out.try_reserve_exact(grown.min(cap) - out.len())
+        if out.len() == out.capacity() {
+            if out.len() >= most {
+                return Err(beyond(stored.len(), limit));
+            }
+            room = room.min(most);
+            out.try_reserve_exact(room - out.len())
                 .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+            room = room.saturating_mul(2);
         }
-        out.extend_from_slice(bytes);
+        let hint = {
+            let at = out.len();
+            let mut output = OutBuffer::around_pos(&mut out, at);
+            context
+                .decompress_stream(&mut output, &mut input)
+                .map_err(zstd_error)?
+        };
+        if out.len() >= most {
+            return Err(beyond(stored.len(), limit));
+        }
+        let consumed = input.pos() == stored.len();
+        if hint == 0 && consumed {
+            return Ok(out);
+        }
+        // A frame ended with bytes left: zstd starts the next frame on the
+        // next call. No input left, room left, and the frame not done: the
+        // input ends inside a frame.
+        if hint != 0 && consumed && out.len() < out.capacity() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "incomplete frame",
+            ));
+        }
     }
+}
+
+/// The output's first room per stored byte: real manifests decompress to
+/// 1.5–20 times their stored size, and room that is never written costs no
+/// memory (it is address space until touched).
+const FIRST_ROOM_PER_STORED_BYTE: usize = 8;
+/// The smallest first room.
+const MIN_ROOM: usize = 64 << 10;
+
+fn beyond(stored: usize, limit: u64) -> io::Error {
+    io::Error::other(format!(
+        "{stored} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)"
+    ))
 }
 
 fn manifest_error(error: binfmt_core::Error) -> ArcxError {
@@ -917,5 +951,58 @@ mod tests {
         ));
         assert!(decompress_bounded(&unstated, 4095).is_err());
         assert_eq!(decompress_bounded(&unstated, 4096).unwrap().len(), 4096);
+    }
+
+    /// What zstd's own streaming reader makes of `stored` (every frame,
+    /// output capped at `limit` + 1 bytes).
+    fn by_zstd_reader(stored: &[u8], limit: u64) -> Result<Vec<u8>, ()> {
+        use std::io::Read;
+        let decoder = zstd::stream::read::Decoder::new(stored).map_err(|_| ())?;
+        let mut out = Vec::new();
+        decoder
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut out)
+            .map_err(|_| ())?;
+        if out.len() as u64 > limit {
+            return Err(());
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn every_truncation_and_byte_flip_ends_as_with_zstds_reader() {
+        let text: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("line {} of {}\n", i % 977, i % 13).into_bytes())
+            .collect();
+        let mut unstated = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        unstated.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut unstated, &text[..5000]).unwrap();
+        let small = zstd::bulk::compress(&text[..3000], 3).unwrap();
+        // One frame decoded in one pass (it fits the first room), one far
+        // larger than its stored size (streamed), one without a stated size.
+        for stored in [
+            small.clone(),
+            zstd::bulk::compress(&text, 9).unwrap(),
+            [small, unstated.finish().unwrap()].concat(),
+        ] {
+            for limit in [u64::MAX, text.len() as u64 - 1, 4000] {
+                let check = |input: &[u8]| {
+                    assert_eq!(
+                        decompress_bounded(input, limit).map_err(|_| ()),
+                        by_zstd_reader(input, limit),
+                        "{} bytes, limit {limit}",
+                        input.len()
+                    );
+                };
+                for end in (0..stored.len()).step_by(7).chain([stored.len()]) {
+                    check(&stored[..end]);
+                }
+                for at in (0..stored.len()).step_by(5) {
+                    let mut flipped = stored.clone();
+                    flipped[at] ^= 0x5a;
+                    check(&flipped);
+                }
+            }
+        }
     }
 }
