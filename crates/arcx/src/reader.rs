@@ -1,7 +1,8 @@
 //! Reading an archive of either dialect through one API.
 //!
 //! Opening reads the footer and the manifest region before it through the
-//! [`Source`] (two reads; no block is touched), checks every reference and
+//! [`Source`] (two reads, the manifest region mapped when the source maps
+//! regions: [`binfmt_core::SourceExt::region_at`]; no block is touched), checks every reference and
 //! what it means (`check.rs`), then the header (a third read, which
 //! [`OpenOptions::check_header`] can leave to [`Archive::verify`]: reading
 //! needs only the footer and the manifest). Reading a file is a [`FileReader`]: it
@@ -335,7 +336,7 @@ impl<S: Source> Archive<S> {
         if region_len > region_limit {
             return Err(too_large("stored manifest", region_len, region_limit));
         }
-        let region = source.bytes_at(manifest_offset, region_len, "manifest")?;
+        let region = source.region_at(manifest_offset, region_len, "manifest")?;
         // What sits at the manifest offset tells the dialects apart: the
         // spec's manifest starts with its magic, the tool's with a length.
         let (dialect, manifest) = if region.starts_with(&MANIFEST_MAGIC) {

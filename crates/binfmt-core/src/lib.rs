@@ -37,4 +37,6 @@ pub mod varint;
 pub use atomic::{AtomicFile, same_file};
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
-pub use source::{ByteSource, FileSource, RangeReader, SeekSource, Source, SourceExt};
+pub use source::{
+    ByteSource, FileSource, MappedRange, RangeReader, Region, SeekSource, Source, SourceExt,
+};
