@@ -172,10 +172,7 @@ impl Archive<FileSource> {
 fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
     use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
     let zstd_error = |code| io::Error::other(zstd::zstd_safe::get_error_name(code));
-    // One byte past the limit tells "exactly the limit" from "beyond".
-    let most = usize::try_from(limit)
-        .unwrap_or(usize::MAX)
-        .saturating_add(1);
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut context = DCtx::try_create().ok_or(io::ErrorKind::OutOfMemory)?;
     let mut input = InBuffer::around(stored);
     let mut out = Vec::new();
@@ -184,23 +181,34 @@ fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
         .saturating_mul(FIRST_ROOM_PER_STORED_BYTE)
         .max(MIN_ROOM);
     loop {
-        if out.len() == out.capacity() {
-            if out.len() >= most {
-                return Err(beyond(stored.len(), limit));
-            }
-            room = room.min(most);
+        // At the limit, one byte more (into a byte of its own, not the
+        // output) tells "exactly the limit" from "beyond".
+        let mut probe = [0u8; 1];
+        let full = out.len() == out.capacity() && out.len() >= cap;
+        if out.len() == out.capacity() && !full {
+            room = room.min(cap);
             out.try_reserve_exact(room - out.len())
                 .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
             room = room.saturating_mul(2);
         }
-        let hint = {
+        let (hint, room_left) = if full {
+            let mut output = OutBuffer::around(&mut probe[..]);
+            let hint = context
+                .decompress_stream(&mut output, &mut input)
+                .map_err(zstd_error)?;
+            if output.pos() > 0 {
+                return Err(beyond(stored.len(), limit));
+            }
+            (hint, true)
+        } else {
             let at = out.len();
             let mut output = OutBuffer::around_pos(&mut out, at);
-            context
+            let hint = context
                 .decompress_stream(&mut output, &mut input)
-                .map_err(zstd_error)?
+                .map_err(zstd_error)?;
+            (hint, output.pos() < output.capacity())
         };
-        if out.len() >= most {
+        if out.len() > cap {
             return Err(beyond(stored.len(), limit));
         }
         let consumed = input.pos() == stored.len();
@@ -210,7 +218,7 @@ fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
         // A frame ended with bytes left: zstd starts the next frame on the
         // next call. No input left, room left, and the frame not done: the
         // input ends inside a frame.
-        if hint != 0 && consumed && out.len() < out.capacity() {
+        if hint != 0 && consumed && room_left {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "incomplete frame",
