@@ -245,3 +245,51 @@ pub fn unpack_fold(bytes: &[u8]) -> Result<(Vec<u8>, Vec<Vec<u8>>), String> {
     let index = parts.next().ok_or("container: no index member")?;
     Ok((index, parts.collect()))
 }
+
+/// ARCX: the one-path lookup (`Archive::open_one`) against the full open,
+/// for each path the full open lists (the first 32) and each of `paths`.
+/// Where the full open accepts the archive, the lookup must find exactly
+/// its files and read the same bytes (or fail where the full read fails).
+/// Wherever the lookup reads a regular file, the bytes must have the size
+/// and the SHA-256 the manifest states. Panics on a disagreement.
+pub fn compare_arcx_lookup(bytes: &[u8], paths: &[String]) {
+    let full = binfmt_arcx::Archive::new(bytes).ok();
+    let mut all: Vec<String> = paths.iter().take(32).cloned().collect();
+    if let Some(full) = &full {
+        all.extend(full.files().take(32).map(|file| file.path().to_string()));
+    }
+    for path in &all {
+        let one = binfmt_arcx::Archive::open_one(bytes, path, Default::default());
+        if let Some(full) = &full {
+            let Some(_) = full.find(path) else {
+                assert!(
+                    one.is_err(),
+                    "{path:?}: not in the archive, but open_one found it"
+                );
+                continue;
+            };
+            let one = one.unwrap_or_else(|error| {
+                panic!("{path:?}: the full open accepts the archive, open_one says: {error}")
+            });
+            match (full.read(path), one.read()) {
+                (Ok(whole), Ok(alone)) => assert!(whole == alone, "{path:?}: different bytes"),
+                (Err(_), Err(_)) => {}
+                (whole, alone) => panic!(
+                    "{path:?}: the full open reads {:?}, open_one {:?}",
+                    whole.map(|b| b.len()),
+                    alone.map(|b| b.len())
+                ),
+            }
+        }
+        if let Ok(one) = binfmt_arcx::Archive::open_one(bytes, path, Default::default())
+            && one.file().attributes().kind == binfmt_arcx::FileKind::File
+            && let Ok(read) = one.read()
+        {
+            assert_eq!(read.len() as u64, one.file().size(), "{path:?}: size");
+            assert!(
+                binfmt_tests::build::arcx::sha256(&read) == *one.file().sha256(),
+                "{path:?}: bytes whose SHA-256 is not the file's"
+            );
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! ARCX archives built from structure: strings, files, chunks and blocks
 //! chosen by the fuzzer (repeated chunks, shared and aliased blocks,
 //! overlapping ranges, lying sizes), laid out byte-exactly in both dialects
-//! with valid checksums, then read: every file, then verify.
+//! with valid checksums, then read: every file, then verify; then the
+//! one-path lookup of every file's path against the full open.
 #![no_main]
 
 use arbitrary::Arbitrary;
@@ -120,6 +121,18 @@ libfuzzer_sys::fuzz_target!(|input: FuzzArchive| {
             bytes => usize::from(bytes) << 4,
         },
     };
-    let _ = exercise::read_arcx(archive.spec());
-    let _ = exercise::read_arcx(archive.cli());
+    // Every file's path as the strings make it, found or not.
+    let string = |id: u64| archive.strings.get(id as usize).cloned().unwrap_or_default();
+    let paths: Vec<String> = archive
+        .files
+        .iter()
+        .map(|file| match (string(file.dir), string(file.name)) {
+            (dir, name) if dir.is_empty() => name,
+            (dir, name) => format!("{dir}/{name}"),
+        })
+        .collect();
+    for bytes in [archive.spec(), archive.cli()] {
+        let _ = exercise::read_arcx(bytes.clone());
+        exercise::compare_arcx_lookup(&bytes, &paths);
+    }
 });

@@ -86,6 +86,19 @@ fn interleaved_shards() -> &'static binfmt_taridx::ShardBytes {
     })
 }
 
+thread_local! {
+    /// The paths of the ARCX fixture a sweep flips (each test runs on a
+    /// thread of its own): the one-path lookup is tried on each.
+    static ARCX_PATHS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// ARCX: everything `read_arcx` reads, and the one-path lookup of each of
+/// the fixture's paths against it (`exercise::compare_arcx_lookup`).
+fn read_arcx_and_look_up(bytes: Vec<u8>) -> Result<(), String> {
+    ARCX_PATHS.with_borrow(|paths| exercise::compare_arcx_lookup(&bytes, paths));
+    read_arcx(bytes)
+}
+
 fn read_taridx(bytes: Vec<u8>) -> Result<(), String> {
     exercise::read_taridx(bytes, Some(interleaved_shards()))
 }
@@ -182,9 +195,12 @@ fn sweep(case: &Sweep) {
 /// every flip between them, in blocks or the manifest, must be caught.
 fn arcx_sweep(file: &'static str) {
     let len = std::fs::metadata(fixture(file)).unwrap().len() as usize;
+    let archive = binfmt_arcx::Archive::open(fixture(file)).unwrap();
+    let paths = archive.files().map(|f| f.path().to_string()).collect();
+    ARCX_PATHS.set(paths);
     sweep(&Sweep {
         file,
-        reader: read_arcx,
+        reader: read_arcx_and_look_up,
         every_bit: vec![0..80, len - 40..len],
         must_reject: within(vec![80..len - 40]),
         cut_rejected: always(),

@@ -262,14 +262,21 @@ pub fn peak_rss(command: &str) -> Result<u64, String> {
 
 /// Builds binfmt's release binary (once per benchmark run) and returns its path.
 pub fn binfmt_binary() -> Result<PathBuf, String> {
+    release_binary("binfmt", "binfmt")
+}
+
+/// Builds the release binary `bin` of `package` and returns its path.
+pub fn release_binary(package: &str, bin: &str) -> Result<PathBuf, String> {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "binfmt"])
+        .args(["build", "--release", "--quiet", "-p", package, "--bin", bin])
         .status()
         .map_err(|e| e.to_string())?;
     if !status.success() {
-        return Err("building binfmt failed".into());
+        return Err(format!("building {bin} failed"));
     }
-    Ok(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/binfmt"))
+    Ok(Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/release")
+        .join(bin))
 }
 
 /// Shell-quotes a path.

@@ -13,7 +13,7 @@ use binfmt_core::alloc::vec_with_capacity;
 
 use crate::error::{ArcxError, Result};
 use crate::format::{Codec, HEADER_SIZE};
-use crate::manifest::{FileKind, Manifest};
+use crate::manifest::{BlockRecord, ChunkRecord, FileEntry, FileKind, Manifest};
 use crate::reader::Limits;
 
 /// The archive's files by path: `(hash of the path, file index)`, sorted.
@@ -23,6 +23,16 @@ pub(crate) struct PathIndex {
 }
 
 impl PathIndex {
+    /// The index of a manifest holding one file.
+    pub(crate) fn one(manifest: &Manifest) -> Self {
+        let entries = manifest
+            .files()
+            .take(1)
+            .map(|file| (file.path().hash(), 0))
+            .collect();
+        Self { entries }
+    }
+
     /// The file at `path`.
     pub(crate) fn find(&self, manifest: &Manifest, path: &str) -> Option<u32> {
         let hash = crate::manifest::path_hash(path);
@@ -41,7 +51,7 @@ impl PathIndex {
     }
 }
 
-fn corrupt(what: String, why: String) -> ArcxError {
+pub(crate) fn corrupt(what: String, why: String) -> ArcxError {
     ArcxError::Manifest(binfmt_core::Error::corrupt(what, why))
 }
 
@@ -73,41 +83,55 @@ pub(crate) fn check(manifest: &Manifest, data_end: u64, limits: &Limits) -> Resu
 fn check_blocks(manifest: &Manifest, data_end: u64, limits: &Limits) -> Result<()> {
     let mut previous_end = HEADER_SIZE as u64;
     for (id, block) in manifest.blocks().iter().enumerate() {
-        let what = || format!("block {id}");
-        if block.offset < previous_end || block.end() > data_end {
-            return Err(corrupt(
-                what(),
-                format!(
-                    "{} stored bytes at {} overlap the header or the previous block (which ends at {previous_end}), or pass the end of the data region ({data_end}); blocks are stored in order, each once",
-                    block.stored_size, block.offset
-                ),
-            ));
-        }
-        previous_end = block.end();
-        if u64::from(block.size) > limits.max_block_size {
-            return Err(corrupt(
-                what(),
-                format!(
-                    "{} bytes exceed the {}-byte block limit",
-                    block.size, limits.max_block_size
-                ),
-            ));
-        }
-        let consistent = match block.codec {
-            Codec::Store => block.stored_size == block.size,
-            Codec::Zstd => u64::from(block.stored_size) <= zstd_bound(u64::from(block.size)),
-        };
-        if !consistent {
-            return Err(corrupt(
-                what(),
-                format!(
-                    "{} stored bytes cannot hold {} bytes with codec {}",
-                    block.stored_size,
-                    block.size,
-                    block.codec.name()
-                ),
-            ));
-        }
+        check_block(id as u32, block, &mut previous_end, data_end, limits)?;
+    }
+    Ok(())
+}
+
+/// Block `id`'s rules: it lies in the data region `previous_end ..
+/// data_end` (`previous_end`: where the block before it ends, updated), its
+/// size within the limit, its stored size one its codec can give.
+pub(crate) fn check_block(
+    id: u32,
+    block: &BlockRecord,
+    previous_end: &mut u64,
+    data_end: u64,
+    limits: &Limits,
+) -> Result<()> {
+    let what = || format!("block {id}");
+    if block.offset < *previous_end || block.end() > data_end {
+        return Err(corrupt(
+            what(),
+            format!(
+                "{} stored bytes at {} overlap the header or the previous block (which ends at {previous_end}), or pass the end of the data region ({data_end}); blocks are stored in order, each once",
+                block.stored_size, block.offset
+            ),
+        ));
+    }
+    *previous_end = block.end();
+    if u64::from(block.size) > limits.max_block_size {
+        return Err(corrupt(
+            what(),
+            format!(
+                "{} bytes exceed the {}-byte block limit",
+                block.size, limits.max_block_size
+            ),
+        ));
+    }
+    let consistent = match block.codec {
+        Codec::Store => block.stored_size == block.size,
+        Codec::Zstd => u64::from(block.stored_size) <= zstd_bound(u64::from(block.size)),
+    };
+    if !consistent {
+        return Err(corrupt(
+            what(),
+            format!(
+                "{} stored bytes cannot hold {} bytes with codec {}",
+                block.stored_size,
+                block.size,
+                block.codec.name()
+            ),
+        ));
     }
     Ok(())
 }
@@ -128,21 +152,7 @@ fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
     let blocks = manifest.blocks();
     let mut users = vec![0u32; blocks.len()];
     for (id, chunk) in manifest.chunks().iter().enumerate() {
-        let block = blocks.get(chunk.block as usize).ok_or_else(|| {
-            corrupt(
-                format!("chunk {id}"),
-                format!("block {} does not exist", chunk.block),
-            )
-        })?;
-        if u64::from(chunk.offset) + u64::from(chunk.size) > u64::from(block.size) {
-            return Err(corrupt(
-                format!("chunk {id}"),
-                format!(
-                    "{} bytes at {} are outside block {} ({} bytes)",
-                    chunk.size, chunk.offset, chunk.block, block.size
-                ),
-            ));
-        }
+        check_in_block(id as u32, chunk, blocks.get(chunk.block as usize))?;
         if let Some(count) = users.get_mut(chunk.block as usize) {
             *count += 1;
         }
@@ -152,25 +162,13 @@ fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
     // order proves it without sorting. Otherwise sort (block, offset) and
     // compare neighbours. Empty chunks overlap nothing.
     if !in_block_order(manifest.chunks()) {
-        check_overlaps_sorted(manifest)?;
+        check_overlaps(manifest.chunks(), |id| id)?;
     }
     // Every chunk in exactly one file's list: the file it names.
     let mut listed = vec![false; manifest.chunks().len()];
     for file in manifest.files() {
         for &id in file.chunk_ids() {
-            let chunk = manifest.chunks().get(id as usize).ok_or_else(|| {
-                corrupt(
-                    format!("file {}", file.path()),
-                    format!("chunk {id} does not exist"),
-                )
-            })?;
-            if chunk.file != file.index() {
-                return Err(ArcxError::ChunkReused {
-                    chunk: id,
-                    file: file.path().to_string(),
-                    owner: chunk.file,
-                });
-            }
+            check_listed(file, id, manifest.chunks().get(id as usize))?;
             if let Some(seen) = listed.get_mut(id as usize) {
                 *seen = true;
             }
@@ -185,10 +183,56 @@ fn check_chunks(manifest: &Manifest) -> Result<Vec<u32>> {
     Ok(users)
 }
 
+/// Chunk `id` lies inside its block, which exists.
+pub(crate) fn check_in_block(
+    id: u32,
+    chunk: &ChunkRecord,
+    block: Option<&BlockRecord>,
+) -> Result<()> {
+    let block = block.ok_or_else(|| {
+        corrupt(
+            format!("chunk {id}"),
+            format!("block {} does not exist", chunk.block),
+        )
+    })?;
+    if u64::from(chunk.offset) + u64::from(chunk.size) > u64::from(block.size) {
+        return Err(corrupt(
+            format!("chunk {id}"),
+            format!(
+                "{} bytes at {} are outside block {} ({} bytes)",
+                chunk.size, chunk.offset, chunk.block, block.size
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Chunk `id`, which `file` lists, exists and names `file`.
+pub(crate) fn check_listed(
+    file: FileEntry<'_>,
+    id: u32,
+    chunk: Option<&ChunkRecord>,
+) -> Result<()> {
+    let chunk = chunk.ok_or_else(|| {
+        corrupt(
+            format!("file {}", file.path()),
+            format!("chunk {id} does not exist"),
+        )
+    })?;
+    if chunk.file != file.index() {
+        return Err(ArcxError::ChunkReused {
+            chunk: id,
+            file: file.path().to_string(),
+            owner: chunk.file,
+        });
+    }
+    Ok(())
+}
+
 /// Whether the non-empty chunks, in id order, go forward through the
 /// blocks, each starting at or after the end of the one before in the same
 /// block (so none overlap).
-fn in_block_order(chunks: &[crate::manifest::ChunkRecord]) -> bool {
+fn in_block_order(chunks: &[ChunkRecord]) -> bool {
     let mut previous: Option<(u32, u64)> = None;
     for chunk in chunks.iter().filter(|c| c.size > 0) {
         let end = u64::from(chunk.offset) + u64::from(chunk.size);
@@ -206,23 +250,16 @@ fn in_block_order(chunks: &[crate::manifest::ChunkRecord]) -> bool {
 }
 
 /// Chunks of one block do not overlap, whatever their order: sort
-/// (block, offset) and compare neighbours.
-fn check_overlaps_sorted(manifest: &Manifest) -> Result<()> {
+/// (block, offset) and compare neighbours. `chunks` are some or all of the
+/// archive's; `id` gives the id of the chunk at a position.
+pub(crate) fn check_overlaps(chunks: &[ChunkRecord], id: impl Fn(u32) -> u32) -> Result<()> {
     let mut order: Vec<u32> =
-        vec_with_capacity(manifest.chunks().len(), "chunk order").map_err(ArcxError::Manifest)?;
-    order.extend((0..manifest.chunks().len() as u32).filter(|&id| {
-        manifest
-            .chunks()
-            .get(id as usize)
-            .is_some_and(|c| c.size > 0)
-    }));
-    order.sort_unstable_by_key(|&id| {
-        manifest
-            .chunks()
-            .get(id as usize)
-            .map(|c| (c.block, c.offset))
-    });
-    let chunk = |id: u32| manifest.chunks().get(id as usize).copied();
+        vec_with_capacity(chunks.len(), "chunk order").map_err(ArcxError::Manifest)?;
+    order.extend(
+        (0..chunks.len() as u32).filter(|&at| chunks.get(at as usize).is_some_and(|c| c.size > 0)),
+    );
+    order.sort_unstable_by_key(|&at| chunks.get(at as usize).map(|c| (c.block, c.offset)));
+    let chunk = |at: u32| chunks.get(at as usize).copied();
     for pair in order.windows(2) {
         let &[first, second] = pair else { continue };
         let (Some(a), Some(b)) = (chunk(first), chunk(second)) else {
@@ -231,8 +268,8 @@ fn check_overlaps_sorted(manifest: &Manifest) -> Result<()> {
         if a.block == b.block && u64::from(a.offset) + u64::from(a.size) > u64::from(b.offset) {
             return Err(ArcxError::ChunkOverlap {
                 block: a.block,
-                first,
-                second,
+                first: id(first),
+                second: id(second),
             });
         }
     }
@@ -243,69 +280,91 @@ fn check_files(manifest: &Manifest, users: &[u32], limits: &Limits) -> Result<()
     let blocks = manifest.blocks();
     let mut last_shared: Option<u32> = None;
     for file in manifest.files() {
-        let what = || format!("file {}", file.path());
-        if file.path().name().is_empty() || file.path().name().contains('/') {
-            return Err(corrupt(
-                what(),
-                "the name part is empty or holds a '/'".into(),
-            ));
-        }
-        let mut total = 0u64;
-        for chunk in file.chunks() {
-            total = total
-                .checked_add(u64::from(chunk.size))
-                .ok_or_else(|| corrupt(what(), "chunk sizes overflow 64 bits".into()))?;
-            let block = blocks.get(chunk.block as usize).copied();
-            let shared = users.get(chunk.block as usize).is_some_and(|&n| n > 1);
-            if shared {
-                if file.chunk_ids().len() > 1 {
-                    return Err(corrupt(
-                        what(),
-                        format!(
-                            "has {} chunks, one of them in block {} which other files share; a file in a shared block is that one piece",
-                            file.chunk_ids().len(),
-                            chunk.block
-                        ),
-                    ));
-                }
-                if block.is_some_and(|b| u64::from(b.size) > limits.max_shared_block) {
-                    return Err(corrupt(
-                        format!("block {}", chunk.block),
-                        format!(
-                            "is shared by {} chunks and holds more than the {}-byte shared-block limit",
-                            users.get(chunk.block as usize).copied().unwrap_or(0),
-                            limits.max_shared_block
-                        ),
-                    ));
-                }
-                if last_shared.is_some_and(|last| chunk.block < last) {
-                    return Err(ArcxError::SharedBlockRevisited {
-                        file: file.path().to_string(),
-                        block: chunk.block,
-                    });
-                }
-                last_shared = Some(chunk.block);
-            } else if block.is_some_and(|b| chunk.offset != 0 || chunk.size != b.size) {
+        check_file(
+            file,
+            |id| blocks.get(id as usize).copied(),
+            |id| users.get(id as usize).copied().unwrap_or(0),
+            limits,
+            &mut last_shared,
+        )?;
+    }
+    Ok(())
+}
+
+/// `file`'s rules: a name that is one component; one piece of a shared
+/// block (`users`: how many chunks a block holds), starting at or after
+/// `last_shared` (the shared block the previous file started in, updated),
+/// or whole blocks of its own; chunks adding up to its size; no bytes in a
+/// directory.
+pub(crate) fn check_file(
+    file: FileEntry<'_>,
+    block: impl Fn(u32) -> Option<BlockRecord>,
+    users: impl Fn(u32) -> u32,
+    limits: &Limits,
+    last_shared: &mut Option<u32>,
+) -> Result<()> {
+    let what = || format!("file {}", file.path());
+    if file.path().name().is_empty() || file.path().name().contains('/') {
+        return Err(corrupt(
+            what(),
+            "the name part is empty or holds a '/'".into(),
+        ));
+    }
+    let mut total = 0u64;
+    for chunk in file.chunks() {
+        total = total
+            .checked_add(u64::from(chunk.size))
+            .ok_or_else(|| corrupt(what(), "chunk sizes overflow 64 bits".into()))?;
+        let record = block(chunk.block);
+        let shared = users(chunk.block) > 1;
+        if shared {
+            if file.chunk_ids().len() > 1 {
                 return Err(corrupt(
-                    format!("block {}", chunk.block),
+                    what(),
                     format!(
-                        "holds only chunk of file {} but the chunk is {} bytes at {}, not the whole block",
-                        file.path(),
-                        chunk.size,
-                        chunk.offset
+                        "has {} chunks, one of them in block {} which other files share; a file in a shared block is that one piece",
+                        file.chunk_ids().len(),
+                        chunk.block
                     ),
                 ));
             }
-        }
-        if total != file.size() {
+            if record.is_some_and(|b| u64::from(b.size) > limits.max_shared_block) {
+                return Err(corrupt(
+                    format!("block {}", chunk.block),
+                    format!(
+                        "is shared by {} chunks and holds more than the {}-byte shared-block limit",
+                        users(chunk.block),
+                        limits.max_shared_block
+                    ),
+                ));
+            }
+            if last_shared.is_some_and(|last| chunk.block < last) {
+                return Err(ArcxError::SharedBlockRevisited {
+                    file: file.path().to_string(),
+                    block: chunk.block,
+                });
+            }
+            *last_shared = Some(chunk.block);
+        } else if record.is_some_and(|b| chunk.offset != 0 || chunk.size != b.size) {
             return Err(corrupt(
-                what(),
-                format!("chunks hold {total} bytes, the file is {}", file.size()),
+                format!("block {}", chunk.block),
+                format!(
+                    "holds only chunk of file {} but the chunk is {} bytes at {}, not the whole block",
+                    file.path(),
+                    chunk.size,
+                    chunk.offset
+                ),
             ));
         }
-        if file.attributes().kind == FileKind::Directory && file.size() != 0 {
-            return Err(corrupt(what(), "a directory entry holds bytes".into()));
-        }
+    }
+    if total != file.size() {
+        return Err(corrupt(
+            what(),
+            format!("chunks hold {total} bytes, the file is {}", file.size()),
+        ));
+    }
+    if file.attributes().kind == FileKind::Directory && file.size() != 0 {
+        return Err(corrupt(what(), "a directory entry holds bytes".into()));
     }
     Ok(())
 }

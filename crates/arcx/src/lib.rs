@@ -6,6 +6,8 @@
 //! - [`Archive`] reads through any [`binfmt_core::Source`]: a file by
 //!   offset, a map, bytes in memory; opening reads the header, footer and
 //!   manifest only, and checks what every reference means;
+//! - [`Archive::open_one`] finds one path without decoding the rest of the
+//!   manifest (every row's layout still checked; that file's meaning too);
 //! - [`FileReader`] is one file as `std::io::Read`, decompressed block by
 //!   block, its SHA-256 checked at the end;
 //! - [`Packer`] writes to any `Write + Seek`; [`pack_dir`] packs a tree with
@@ -34,8 +36,10 @@ mod check;
 mod error;
 mod extract;
 pub mod format;
+mod lookup;
 pub mod manifest;
 mod reader;
+mod tables;
 mod walk;
 mod writer;
 
@@ -43,6 +47,6 @@ pub use error::{ArcxError, Result};
 pub use extract::{ExtractOptions, ExtractSummary};
 pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER_SIZE};
 pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
-pub use reader::{Archive, FileReader, Limits, OpenOptions, VerifySummary};
+pub use reader::{Archive, FileReader, Limits, OneFile, OpenOptions, VerifySummary};
 pub use walk::{PackProgress, Skipped, pack_dir};
 pub use writer::{PackOptions, PackSummary, Packer};

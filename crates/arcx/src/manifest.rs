@@ -43,12 +43,13 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use binfmt_core::Error;
 use binfmt_core::alloc::{reserve, vec_with_capacity};
 use binfmt_core::varint;
-use binfmt_core::{ByteReader, Error};
 use serde::{Deserialize, Serialize};
 
-use crate::format::{Codec, MANIFEST_MAGIC};
+use crate::format::{Codec, Dialect, MANIFEST_MAGIC};
+use crate::tables::{self, ChunkRow, ChunkRows, FileRecord, Visit};
 
 /// Archive-level settings, as the spec's MessagePack config section holds them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -262,6 +263,11 @@ pub struct PathRef<'a> {
 }
 
 impl<'a> PathRef<'a> {
+    /// The path `dir`/`name` (`name` alone when `dir` is empty).
+    pub(crate) fn new(dir: &'a str, name: &'a str) -> Self {
+        Self { dir, name }
+    }
+
     /// The directory part (empty for a top-level entry).
     pub fn dir(&self) -> &'a str {
         self.dir
@@ -392,9 +398,94 @@ pub struct Manifest {
     chunk_ids: Vec<u32>,
     chunks: Vec<ChunkRecord>,
     blocks: Vec<BlockRecord>,
+    /// Set when the manifest holds one file found by a lookup (`lookup.rs`).
+    selection: Option<Box<Selection>>,
+}
+
+/// What a manifest holding one file of an archive keeps of the rest: its
+/// chunks are renumbered from 0, its blocks keep their ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Selection {
+    /// The file's id in the archive.
+    file: u32,
+    /// The id of each block held, ascending.
+    blocks: Vec<u32>,
+    /// How many files the archive holds.
+    files: usize,
 }
 
 impl Manifest {
+    /// A manifest holding only the file `dir`/`name` (file `id` of an
+    /// archive of `files` files): its `chunks`, in file order, and the
+    /// `blocks` they use, ascending by id.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn one_file(
+        config: Config,
+        (dir, name): (&str, &str),
+        (id, files): (u32, usize),
+        size: u64,
+        sha256: [u8; 32],
+        attributes: Attributes,
+        chunks: Vec<ChunkRecord>,
+        blocks: Vec<(u32, BlockRecord)>,
+    ) -> Result<Self, Error> {
+        let mut strings = Strings::default();
+        let dir = strings.push(dir)?;
+        let name = strings.push(name)?;
+        let row = FileRow {
+            dir,
+            name,
+            chunks_start: 0,
+            chunks_len: chunks.len() as u32,
+            size,
+            mtime_ns: attributes.mtime_ns,
+            mode: attributes.mode,
+            kind: attributes.kind,
+            sha256,
+        };
+        let (ids, blocks) = blocks.into_iter().unzip();
+        Ok(Self {
+            config,
+            strings,
+            files: vec![row],
+            chunk_ids: (0..chunks.len() as u32).collect(),
+            chunks,
+            blocks,
+            selection: Some(Box::new(Selection {
+                file: id,
+                blocks: ids,
+                files,
+            })),
+        })
+    }
+
+    /// Block `id`.
+    pub fn block(&self, id: u32) -> Option<&BlockRecord> {
+        match &self.selection {
+            None => self.blocks.get(id as usize),
+            Some(selection) => selection
+                .blocks
+                .binary_search(&id)
+                .ok()
+                .and_then(|at| self.blocks.get(at)),
+        }
+    }
+
+    /// How many files the archive holds (more than this manifest when it
+    /// holds one file found by a lookup).
+    pub(crate) fn archive_files(&self) -> usize {
+        self.selection
+            .as_ref()
+            .map_or(self.files.len(), |selection| selection.files)
+    }
+
+    /// The id of the file at position `index` of this manifest.
+    fn file_id(&self, index: u32) -> u32 {
+        self.selection
+            .as_ref()
+            .map_or(index, |selection| selection.file)
+    }
+
     /// The archive's settings.
     pub fn config(&self) -> &Config {
         &self.config
@@ -414,7 +505,7 @@ impl Manifest {
     pub fn file(&self, index: u32) -> Option<FileEntry<'_>> {
         self.files.get(index as usize).map(|row| FileEntry {
             manifest: self,
-            index,
+            index: self.file_id(index),
             row,
         })
     }
@@ -424,7 +515,7 @@ impl Manifest {
         self.files.iter().enumerate().map(|(index, row)| FileEntry {
             manifest: self,
             // `Manifest` never holds more than 2^32 files.
-            index: index as u32,
+            index: self.file_id(index as u32),
             row,
         })
     }
@@ -468,6 +559,7 @@ impl ManifestBuilder {
                 chunk_ids: Vec::new(),
                 chunks: Vec::new(),
                 blocks: Vec::new(),
+                selection: None,
             },
             interned: HashMap::new(),
         }
@@ -647,123 +739,12 @@ impl Manifest {
         Ok(out)
     }
 
-    /// Reads the spec dialect's manifest body. Bytes after the fields this
-    /// reader knows, inside a section or after the last one, are ignored
-    /// (room for minor-version additions).
+    /// Reads the spec dialect's manifest body (see [`crate::tables`]).
     pub(crate) fn decode_spec_body(body: &[u8]) -> Result<Self, Error> {
-        let mut sections = Sections(ByteReader::new(body));
-        let config_bytes = sections.required("config section")?;
-        let config: Config = rmp_serde::from_slice(config_bytes.rest())
-            .map_err(|error| Error::corrupt("config section", error.to_string()))?;
-
-        let mut strings_section = sections.required("string table")?;
-        let strings = read_strings(&mut strings_section)?;
-
-        let mut files_section = sections.required("file table")?;
-        let count = files_section.count(37, "file count")?;
-        let mut files = vec_with_capacity(count, "file table")?;
-        // Most files have one chunk: room for that many, grown if needed.
-        let mut chunk_ids = vec_with_capacity(count, "file chunk lists")?;
-        for expected_id in 0..count {
-            check_id(files_section.varint("file id")?, expected_id, "file")?;
-            let dir = string_id(&strings, files_section.varint("file directory")?)?;
-            let name = string_id(&strings, files_section.varint("file name")?)?;
-            let size = files_section.varint("file size")?;
-            let sha256 = files_section.array::<32>("file sha256")?;
-            let (chunks_start, chunks_len) =
-                read_chunk_ids(&mut files_section, &mut chunk_ids, expected_id)?;
-            files.push(FileRow {
-                dir,
-                name,
-                chunks_start,
-                chunks_len,
-                size,
-                mtime_ns: 0,
-                mode: 0o644,
-                kind: FileKind::File,
-                sha256,
-            });
-        }
-
-        let mut chunks_section = sections.required("chunk table")?;
-        let count = chunks_section.count(6, "chunk count")?;
-        let mut chunks = vec_with_capacity(count, "chunk table")?;
-        let mut file_offsets = vec_with_capacity(count, "chunk table")?;
-        let mut chunk_id = 0u64;
-        for index in 0..count {
-            chunk_id = chunk_id.wrapping_add(chunks_section.varint("chunk id")?);
-            check_id(chunk_id, index, "chunk")?;
-            let file = narrow(chunks_section.varint("chunk file id")?, "chunk file id")?;
-            file_offsets.push(chunks_section.varint("chunk file offset")?);
-            let size = narrow(chunks_section.varint("chunk size")?, "chunk size")?;
-            let block = narrow(chunks_section.varint("chunk block id")?, "chunk block id")?;
-            let offset = narrow(
-                chunks_section.varint("chunk block offset")?,
-                "chunk block offset",
-            )?;
-            chunks.push(ChunkRecord {
-                file,
-                block,
-                offset,
-                size,
-            });
-        }
-
-        let mut blocks_section = sections.required("block table")?;
-        let count = blocks_section.count(13, "block count")?;
-        let mut blocks = vec_with_capacity(count, "block table")?;
-        let (mut block_id, mut offset) = (0u64, 0u64);
-        for index in 0..count {
-            block_id = block_id.wrapping_add(blocks_section.varint("block id")?);
-            check_id(block_id, index, "block")?;
-            let codec_len = blocks_section.varint("block codec length")?;
-            let codec = match blocks_section.bytes_u64(codec_len, "block codec")? {
-                b"zstd" => Codec::Zstd,
-                b"store" => Codec::Store,
-                other => {
-                    return Err(Error::corrupt(
-                        format!("block {index}"),
-                        format!("unknown codec {:?}", other.escape_ascii().to_string()),
-                    ));
-                }
-            };
-            offset = offset
-                .checked_add(blocks_section.varint("block offset")?)
-                .ok_or_else(|| Error::corrupt(format!("block {index}"), "offset overflows"))?;
-            blocks.push(BlockRecord {
-                codec,
-                offset,
-                stored_size: narrow(
-                    blocks_section.varint("block compressed size")?,
-                    "block compressed size",
-                )?,
-                size: narrow(blocks_section.varint("block size")?, "block size")?,
-                checksum: blocks_section.u32("block checksum")?,
-            });
-        }
-
-        if let Some(mut attributes) = sections.next("attribute table")? {
-            let count = attributes.count(3, "attribute count")?;
-            if count != files.len() {
-                return Err(Error::corrupt(
-                    "attribute table",
-                    format!("{count} entries for {} files", files.len()),
-                ));
-            }
-            for (index, file) in files.iter_mut().enumerate() {
-                file.mode = read_mode(&mut attributes)?;
-                file.mtime_ns = attributes.varint_signed("file mtime")?;
-                file.kind = read_kind(&mut attributes, index)?;
-            }
-        }
-        let manifest = Self {
-            config,
-            strings,
-            files,
-            chunk_ids,
-            chunks,
-            blocks,
-        };
+        let mut decoder = Decoder::default();
+        let config = tables::walk_spec(body, &mut decoder)?;
+        let file_offsets = std::mem::take(&mut decoder.file_offsets);
+        let manifest = decoder.finish(config);
         manifest.check_file_offsets(&file_offsets)?;
         Ok(manifest)
     }
@@ -837,123 +818,9 @@ impl Manifest {
 
     /// Reads the arcx-cli dialect's raw manifest (`MFv2` ...).
     pub(crate) fn decode_cli_raw(raw: &[u8]) -> Result<Self, Error> {
-        let mut reader = ByteReader::new(raw);
-        let magic = reader.array::<4>("manifest magic")?;
-        if magic != MANIFEST_MAGIC {
-            return Err(Error::bad_magic("manifest", 0, &MANIFEST_MAGIC, &magic));
-        }
-        let version = reader.u8("manifest version")?;
-        if version != 1 {
-            return Err(Error::UnsupportedVersion {
-                what: "arcx manifest".into(),
-                found: version.to_string(),
-                supported: "version 1".into(),
-            });
-        }
-        let config_len = reader.varint("config length")?;
-        let config_at = reader.offset();
-        let mut config_reader = ByteReader::at(reader.bytes_u64(config_len, "config")?, config_at);
-        let chunk_size = config_reader.varint("chunk size")?;
-        let small_file_threshold = config_reader.varint("small file threshold")?;
-        let codec = config_reader.u8("codec")?;
-        let zstd_level = config_reader.varint("zstd level")?;
-        let mode = config_reader.u8("mode")?;
-        let config = Config {
-            chunk_size,
-            small_file_threshold,
-            codec_default: if codec == 1 { "zstd" } else { "store" }.to_owned(),
-            zstd_level,
-            compression_mode: if mode == 1 { "balanced" } else { "fast" }.to_owned(),
-        };
-        let strings = read_strings(&mut reader)?;
-        let count = reader.count(42, "file count")?;
-        let mut files = vec_with_capacity(count, "file table")?;
-        // Most files have one chunk: room for that many, grown if needed.
-        let mut chunk_ids = vec_with_capacity(count, "file chunk lists")?;
-        for expected_id in 0..count {
-            check_id(reader.varint("file id")?, expected_id, "file")?;
-            let dir = string_id(&strings, reader.varint("file directory")?)?;
-            let name = string_id(&strings, reader.varint("file name")?)?;
-            let size = reader.varint("file size")?;
-            let mode = read_mode(&mut reader)?;
-            let mtime_ns = i64::try_from(reader.varint("file mtime")?).unwrap_or(i64::MAX);
-            let kind = read_kind(&mut reader, expected_id)?;
-            let sha256 = reader.array::<32>("file sha256")?;
-            let (chunks_start, chunks_len) =
-                read_chunk_ids(&mut reader, &mut chunk_ids, expected_id)?;
-            reader.u8("file codec hint")?;
-            reader.varint_signed("file pack id")?;
-            files.push(FileRow {
-                dir,
-                name,
-                chunks_start,
-                chunks_len,
-                size,
-                mtime_ns,
-                mode,
-                kind,
-                sha256,
-            });
-        }
-        let count = reader.count(5, "chunk count")?;
-        let mut chunks = vec_with_capacity(count, "chunk table")?;
-        let mut chunk_id = 0u64;
-        for index in 0..count {
-            chunk_id = chunk_id.wrapping_add(reader.varint("chunk id")?);
-            check_id(chunk_id, index, "chunk")?;
-            let file = narrow(reader.varint("chunk file id")?, "chunk file id")?;
-            let offset = reader.varint("chunk offset")?;
-            let size = narrow(reader.varint("chunk size")?, "chunk size")?;
-            let block = narrow(reader.varint("chunk block id")?, "chunk block id")?;
-            chunks.push(ChunkRecord {
-                file,
-                block,
-                // Kept as written; see `repair_cli_offsets`.
-                offset: u32::try_from(offset).unwrap_or(u32::MAX),
-                size,
-            });
-        }
-        let count = reader.count(13, "block count")?;
-        let mut blocks = vec_with_capacity(count, "block table")?;
-        let (mut block_id, mut offset) = (0u64, 0u64);
-        for index in 0..count {
-            block_id = block_id.wrapping_add(reader.varint("block id")?);
-            check_id(block_id, index, "block")?;
-            let codec = if reader.u8("block codec")? == 1 {
-                Codec::Zstd
-            } else {
-                Codec::Store
-            };
-            offset = offset
-                .checked_add(reader.varint("block offset")?)
-                .ok_or_else(|| Error::corrupt(format!("block {index}"), "offset overflows"))?;
-            let stored_size = narrow(
-                reader.varint("block compressed size")?,
-                "block compressed size",
-            )?;
-            let size = narrow(reader.varint("block size")?, "block size")?;
-            let checksum = u64::from_be_bytes(reader.array::<8>("block checksum")?);
-            blocks.push(BlockRecord {
-                codec,
-                offset,
-                stored_size,
-                size,
-                checksum: u32::try_from(checksum).map_err(|_| {
-                    Error::corrupt(
-                        format!("block {index}"),
-                        "checksum is not a zero-extended CRC32",
-                    )
-                })?,
-            });
-        }
-        let mut manifest = Self {
-            config,
-            strings,
-            files,
-            chunk_ids,
-            chunks,
-            blocks,
-        };
+        let mut decoder = Decoder::default();
+        let config = tables::walk_cli(raw, &mut decoder)?;
+        let mut manifest = decoder.finish(config);
         manifest.repair_cli_offsets();
         Ok(manifest)
     }
@@ -965,10 +832,15 @@ impl Manifest {
     fn repair_cli_offsets(&mut self) {
         let users = block_users(&self.chunks, self.blocks.len());
         for chunk in &mut self.chunks {
-            if users.get(chunk.block as usize) == Some(&1) {
-                chunk.offset = 0;
-            }
+            let users = users.get(chunk.block as usize).copied().unwrap_or(0);
+            chunk.offset = Self::cli_offset(chunk.offset, users);
         }
+    }
+
+    /// Where an arcx-cli chunk stored at `offset` starts in its block,
+    /// which `users` chunks use (see `repair_cli_offsets`).
+    pub(crate) fn cli_offset(offset: u32, users: u32) -> u32 {
+        if users == 1 { 0 } else { offset }
     }
 
     /// The spec dialect stores where each chunk starts in its file: it must
@@ -983,15 +855,7 @@ impl Manifest {
                     // A missing chunk is reported by `validate`.
                     continue;
                 };
-                if stored != position {
-                    return Err(Error::corrupt(
-                        format!("chunk {id}"),
-                        format!(
-                            "starts at {stored} in file {} but the file's earlier chunks end at {position}",
-                            file.path()
-                        ),
-                    ));
-                }
+                check_file_offset(id, stored, position, file.path())?;
                 position = position.saturating_add(u64::from(chunk.size));
             }
         }
@@ -999,132 +863,131 @@ impl Manifest {
     }
 }
 
-/// The spec body's sections, each a varint length and its bytes.
-struct Sections<'a>(ByteReader<'a>);
+/// The visitor that keeps every row: the whole manifest.
+#[derive(Debug, Default)]
+struct Decoder {
+    strings: Strings,
+    files: Vec<FileRow>,
+    chunk_ids: Vec<u32>,
+    chunks: Vec<ChunkRecord>,
+    /// Spec: each chunk's stored position in its file.
+    file_offsets: Vec<u64>,
+    blocks: Vec<BlockRecord>,
+}
 
-impl<'a> Sections<'a> {
-    /// The next section, or `None` at the end of the body.
-    fn next(&mut self, what: &'static str) -> Result<Option<ByteReader<'a>>, Error> {
-        if self.0.is_empty() {
-            return Ok(None);
+impl Decoder {
+    fn finish(self, config: Config) -> Manifest {
+        Manifest {
+            config,
+            strings: self.strings,
+            files: self.files,
+            chunk_ids: self.chunk_ids,
+            chunks: self.chunks,
+            blocks: self.blocks,
+            selection: None,
         }
-        let len = self.0.varint(what)?;
-        let at = self.0.offset();
-        Ok(Some(ByteReader::at(self.0.bytes_u64(len, what)?, at)))
-    }
-
-    /// The next section, which must be there.
-    fn required(&mut self, what: &'static str) -> Result<ByteReader<'a>, Error> {
-        let at = self.0.offset();
-        self.next(what)?.ok_or_else(|| Error::Truncated {
-            what: what.into(),
-            offset: at,
-            needed: 1,
-            available: 0,
-        })
     }
 }
 
-fn read_strings(reader: &mut ByteReader<'_>) -> Result<Strings, Error> {
-    let count = reader.count(1, "string count")?;
-    let mut strings = Strings {
-        // The section's size bounds the strings' bytes.
-        bytes: String::new(),
-        ends: vec_with_capacity(count, "string table")?,
-    };
-    strings
-        .bytes
-        .try_reserve_exact(reader.remaining())
-        .map_err(|_| Error::OutOfMemory {
-            what: "string table".into(),
-            bytes: reader.remaining() as u64,
-        })?;
-    for _ in 0..count {
-        let len = reader.varint("string length")?;
-        let bytes = reader.bytes_u64(len, "string")?;
-        let string = std::str::from_utf8(bytes)
-            .map_err(|_| Error::corrupt("string table", "a string is not UTF-8"))?;
-        strings.push(string)?;
+impl<'a> Visit<'a> for Decoder {
+    fn strings(&mut self, count: usize, bytes: usize) -> Result<(), Error> {
+        self.strings.ends = vec_with_capacity(count, "string table")?;
+        self.strings
+            .bytes
+            .try_reserve_exact(bytes)
+            .map_err(|_| Error::OutOfMemory {
+                what: "string table".into(),
+                bytes: bytes as u64,
+            })
     }
-    Ok(strings)
-}
 
-fn check_id(found: u64, expected: usize, what: &'static str) -> Result<(), Error> {
-    if found == expected as u64 {
+    fn string(&mut self, string: &'a str) -> Result<(), Error> {
+        self.strings.push(string).map(|_| ())
+    }
+
+    fn files(&mut self, count: usize) -> Result<(), Error> {
+        self.files = vec_with_capacity(count, "file table")?;
+        // Most files have one chunk: room for that many, grown if needed.
+        self.chunk_ids = vec_with_capacity(count, "file chunk lists")?;
         Ok(())
-    } else {
-        Err(Error::corrupt(
-            format!("{what} table"),
-            format!("entry {expected} has id {found}; ids must be 0, 1, 2, ..."),
-        ))
     }
-}
 
-/// A value that must fit in 32 bits (ids, and sizes inside a block).
-fn narrow(value: u64, what: &'static str) -> Result<u32, Error> {
-    u32::try_from(value).map_err(|_| Error::LimitExceeded {
-        what: what.into(),
-        value,
-        limit: u64::from(u32::MAX),
-    })
-}
-
-fn string_id(strings: &Strings, index: u64) -> Result<u32, Error> {
-    if index < strings.len() as u64 {
-        Ok(index as u32)
-    } else {
-        Err(Error::corrupt(
-            "file table",
-            format!(
-                "string index {index} is past the {}-entry string table",
-                strings.len()
-            ),
-        ))
+    fn file(&mut self, _id: u32, file: FileRecord<'a, '_>) -> Result<(), Error> {
+        let chunks_start = u32::try_from(self.chunk_ids.len())
+            .map_err(|_| Error::corrupt("file table", "more than 2^32 chunk references"))?;
+        reserve(
+            &mut self.chunk_ids,
+            file.chunk_ids.len(),
+            "file chunk lists",
+        )?;
+        self.chunk_ids.extend_from_slice(file.chunk_ids);
+        self.files.push(FileRow {
+            dir: file.dir,
+            name: file.name,
+            chunks_start,
+            chunks_len: file.chunk_ids.len() as u32,
+            size: file.size,
+            mtime_ns: file.attributes.mtime_ns,
+            mode: file.attributes.mode,
+            kind: file.attributes.kind,
+            sha256: *file.sha256,
+        });
+        Ok(())
     }
-}
 
-fn read_mode(reader: &mut ByteReader<'_>) -> Result<u32, Error> {
-    let mode = reader.varint("file mode")?;
-    u32::try_from(mode).map_err(|_| Error::corrupt("file mode", format!("{mode:#o} is not a mode")))
-}
-
-fn read_kind(reader: &mut ByteReader<'_>, file: usize) -> Result<FileKind, Error> {
-    let byte = reader.u8("file kind")?;
-    FileKind::from_byte(byte).ok_or_else(|| {
-        Error::corrupt(
-            format!("file {file}"),
-            format!("unknown kind byte {byte} (0 file, 1 directory, 2 symlink)"),
-        )
-    })
-}
-
-/// A file's chunk ids: strictly increasing (a chunk listed twice in a file
-/// would repeat its bytes), appended to `arena`; returns where they start
-/// and how many there are.
-fn read_chunk_ids(
-    reader: &mut ByteReader<'_>,
-    arena: &mut Vec<u32>,
-    file: usize,
-) -> Result<(u32, u32), Error> {
-    let count = reader.count(1, "file chunk count")?;
-    let start = u32::try_from(arena.len())
-        .map_err(|_| Error::corrupt("file table", "more than 2^32 chunk references"))?;
-    reserve(arena, count, "file chunk lists")?;
-    let mut id = 0u64;
-    for position in 0..count {
-        let delta = reader.varint("file chunk")?;
-        if position > 0 && delta == 0 {
-            return Err(Error::corrupt(
-                format!("file {file}"),
-                format!("chunk {id} is listed twice"),
-            ));
+    fn chunks(&mut self, rows: &ChunkRows<'a>) -> Result<(), Error> {
+        self.chunks = vec_with_capacity(rows.len(), "chunk table")?;
+        if rows.dialect() == Dialect::Spec {
+            self.file_offsets = vec_with_capacity(rows.len(), "chunk table")?;
         }
-        id = id
-            .checked_add(delta)
-            .ok_or_else(|| Error::corrupt(format!("file {file}"), "chunk id overflows"))?;
-        arena.push(narrow(id, "file chunk id")?);
+        Ok(())
     }
-    Ok((start, count as u32))
+
+    fn chunk(&mut self, _id: u32, row: ChunkRow) -> Result<(), Error> {
+        self.chunks.push(row.chunk);
+        if let Some(offset) = row.file_offset {
+            self.file_offsets.push(offset);
+        }
+        Ok(())
+    }
+
+    fn blocks(&mut self, count: usize) -> Result<(), Error> {
+        self.blocks = vec_with_capacity(count, "block table")?;
+        Ok(())
+    }
+
+    fn block(&mut self, _id: u32, block: BlockRecord) -> Result<(), Error> {
+        self.blocks.push(block);
+        Ok(())
+    }
+
+    fn attributes(&mut self, id: u32, attributes: Attributes) -> Result<(), Error> {
+        if let Some(file) = self.files.get_mut(id as usize) {
+            file.mode = attributes.mode;
+            file.mtime_ns = attributes.mtime_ns;
+            file.kind = attributes.kind;
+        }
+        Ok(())
+    }
+}
+
+/// The spec dialect's rule for chunk `id` of file `path`: its stored
+/// position in the file is where the file's earlier chunks end.
+pub(crate) fn check_file_offset(
+    id: u32,
+    stored: u64,
+    position: u64,
+    path: PathRef<'_>,
+) -> Result<(), Error> {
+    if stored == position {
+        return Ok(());
+    }
+    Err(Error::corrupt(
+        format!("chunk {id}"),
+        format!(
+            "starts at {stored} in file {path} but the file's earlier chunks end at {position}"
+        ),
+    ))
 }
 
 #[cfg(test)]

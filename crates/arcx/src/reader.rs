@@ -1,13 +1,15 @@
 //! Reading an archive of either dialect through one API.
 //!
 //! Opening reads the footer and the manifest region before it through the
-//! [`Source`] (two reads; no block is touched), checks every reference and
+//! [`Source`] (two reads, the manifest region mapped when the source maps
+//! regions: [`binfmt_core::SourceExt::region_at`]; no block is touched), checks every reference and
 //! what it means (`check.rs`), then the header (a third read, which
 //! [`OpenOptions::check_header`] can leave to [`Archive::verify`]: reading
 //! needs only the footer and the manifest). Reading a file is a [`FileReader`]: it
 //! decompresses only that file's blocks, checks each block's CRC32 and size,
 //! and the file's SHA-256 when its last byte has been read.
 
+use std::borrow::Cow;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -22,6 +24,7 @@ use crate::format::{
     Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_MAGIC, HEADER_SIZE, Header, MANIFEST_MAGIC,
     crc32,
 };
+use crate::lookup;
 use crate::manifest::{ChunkRecord, FileEntry, Manifest};
 
 /// Bounds a reader enforces against hostile archives.
@@ -159,40 +162,82 @@ impl Archive<FileSource> {
     }
 }
 
-/// Decompresses one zstd frame, failing once the output passes `limit`
-/// bytes: the output grows as it is produced, never by a declared size.
+/// Decompresses the zstd frames in `stored`, failing once the output passes
+/// `limit` bytes: the output grows as it is produced, never by a declared
+/// size. zstd writes straight into the output's spare room; the first room
+/// is a multiple of the bytes present ([`FIRST_ROOM_PER_STORED_BYTE`], within
+/// `limit`), and when a frame's stated size fits in it zstd decodes the frame
+/// in one pass, with no window buffer and no copy (a frame whose content is
+/// not its stated size is refused by zstd either way).
 fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
-    let mut decoder = zstd::stream::read::Decoder::new(stored)?;
-    let mut out = Vec::new();
-    // The output grows by doubling as bytes come, but never past `limit`:
-    // one byte beyond it is read into the piece buffer, not the output.
-    let mut piece = vec![0u8; 1 << 16];
+    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
+    let zstd_error = |code| io::Error::other(zstd::zstd_safe::get_error_name(code));
     let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut context = DCtx::try_create().ok_or(io::ErrorKind::OutOfMemory)?;
+    let mut input = InBuffer::around(stored);
+    let mut out = Vec::new();
+    let mut room = stored
+        .len()
+        .saturating_mul(FIRST_ROOM_PER_STORED_BYTE)
+        .max(MIN_ROOM);
     loop {
-        let n = match decoder.read(&mut piece) {
-            Ok(n) => n,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        let Some(bytes) = piece.get(..n).filter(|bytes| !bytes.is_empty()) else {
-            return Ok(out);
-        };
-        if bytes.len() > cap - out.len() {
-            return Err(io::Error::other(format!(
-                "{} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)",
-                stored.len()
-            )));
-        }
-        if out.capacity() - out.len() < bytes.len() {
-            let grown = out
-                .capacity()
-                .saturating_mul(2)
-                .max(out.len() + bytes.len());
-            out.try_reserve_exact(grown.min(cap) - out.len())
+        // At the limit, one byte more (into a byte of its own, not the
+        // output) tells "exactly the limit" from "beyond".
+        let mut probe = [0u8; 1];
+        let full = out.len() == out.capacity() && out.len() >= cap;
+        if out.len() == out.capacity() && !full {
+            room = room.min(cap);
+            out.try_reserve_exact(room - out.len())
                 .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+            room = room.saturating_mul(2);
         }
-        out.extend_from_slice(bytes);
+        let (hint, room_left) = if full {
+            let mut output = OutBuffer::around(&mut probe[..]);
+            let hint = context
+                .decompress_stream(&mut output, &mut input)
+                .map_err(zstd_error)?;
+            if output.pos() > 0 {
+                return Err(beyond(stored.len(), limit));
+            }
+            (hint, true)
+        } else {
+            let at = out.len();
+            let mut output = OutBuffer::around_pos(&mut out, at);
+            let hint = context
+                .decompress_stream(&mut output, &mut input)
+                .map_err(zstd_error)?;
+            (hint, output.pos() < output.capacity())
+        };
+        if out.len() > cap {
+            return Err(beyond(stored.len(), limit));
+        }
+        let consumed = input.pos() == stored.len();
+        if hint == 0 && consumed {
+            return Ok(out);
+        }
+        // A frame ended with bytes left: zstd starts the next frame on the
+        // next call. No input left, room left, and the frame not done: the
+        // input ends inside a frame.
+        if hint != 0 && consumed && room_left {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "incomplete frame",
+            ));
+        }
     }
+}
+
+/// The output's first room per stored byte: real manifests decompress to
+/// 1.5–20 times their stored size, and room that is never written costs no
+/// memory (it is address space until touched).
+const FIRST_ROOM_PER_STORED_BYTE: usize = 8;
+/// The smallest first room.
+const MIN_ROOM: usize = 64 << 10;
+
+fn beyond(stored: usize, limit: u64) -> io::Error {
+    io::Error::other(format!(
+        "{stored} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)"
+    ))
 }
 
 fn manifest_error(error: binfmt_core::Error) -> ArcxError {
@@ -226,6 +271,39 @@ impl<S: Source> Archive<S> {
     /// region before it (one read each), then, unless `options` defers it
     /// to [`Archive::verify`], the header.
     pub fn with_options(source: S, options: OpenOptions) -> Result<Self> {
+        Self::load(source, options, None)
+    }
+
+    /// Opens the archive in `source` for the file at `path` alone: the
+    /// manifest is read and walked as by [`Archive::with_options`], but only
+    /// that file's rows are kept and checked, with no path index
+    /// (`spec/arcx.md`, "Reading one file"): the cost of a lookup grows with
+    /// the manifest's bytes, not with building every row. Rules about other
+    /// files are left to the full open and to [`Archive::verify`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("hello.txt"), b"hello")?;
+    /// std::fs::write(dir.path().join("other.txt"), b"other")?;
+    /// let out = dir.path().join("out.arcx");
+    /// binfmt_arcx::pack_dir(dir.path(), &out, binfmt_arcx::PackOptions::default(), |_| {})?;
+    ///
+    /// let source = binfmt_core::FileSource::open(&out)?;
+    /// let one = binfmt_arcx::Archive::open_one(source, "hello.txt", Default::default())?;
+    /// assert_eq!(one.read()?, b"hello");
+    /// assert_eq!(one.file().size(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_one(source: S, path: &str, options: OpenOptions) -> Result<OneFile<S>> {
+        Ok(OneFile {
+            archive: Self::load(source, options, Some(path))?,
+        })
+    }
+
+    /// Opens the archive: every file, or (`one`) only the file at that path.
+    fn load(source: S, options: OpenOptions, one: Option<&str>) -> Result<Self> {
         let limits = options
             .limits
             .with_max_block_size(options.limits.max_block_size);
@@ -266,7 +344,7 @@ impl<S: Source> Archive<S> {
         if region_len > region_limit {
             return Err(too_large("stored manifest", region_len, region_limit));
         }
-        let region = source.bytes_at(manifest_offset, region_len, "manifest")?;
+        let region = source.region_at(manifest_offset, region_len, "manifest")?;
         // What sits at the manifest offset tells the dialects apart: the
         // spec's manifest starts with its magic, the tool's with a length.
         let (dialect, manifest) = if region.starts_with(&MANIFEST_MAGIC) {
@@ -284,27 +362,40 @@ impl<S: Source> Archive<S> {
                 Self::spec_manifest(&region, &footer, &limits)?,
             )
         } else {
-            (
-                Dialect::ArcxCli,
-                Self::cli_manifest(&region, &footer, manifest_offset, &limits)?,
-            )
+            let body = Self::cli_manifest(&region, &footer, manifest_offset, &limits)?;
+            (Dialect::ArcxCli, body)
+        };
+        let manifest = match one {
+            None => match dialect {
+                Dialect::Spec => Manifest::decode_spec_body(&manifest),
+                _ => Manifest::decode_cli_raw(&manifest),
+            }
+            .map_err(manifest_error)?,
+            Some(path) => lookup::find(dialect, &manifest, path, manifest_offset, &limits)?
+                .ok_or_else(|| ArcxError::NotFound {
+                    path: path.to_owned(),
+                })?,
         };
         drop(region);
         let manifest_stored = match dialect {
             Dialect::Spec => region_len,
             Dialect::ArcxCli => region_len / 2,
         };
-        if dialect == Dialect::Spec && u64::from(footer.field_24.get()) != manifest.len() as u64 {
+        let files = manifest.archive_files();
+        if dialect == Dialect::Spec && u64::from(footer.field_24.get()) != files as u64 {
             return Err(manifest_error(binfmt_core::Error::corrupt(
                 "footer",
                 format!(
-                    "total_files is {} but the manifest lists {} files",
+                    "total_files is {} but the manifest lists {files} files",
                     footer.field_24.get(),
-                    manifest.len()
                 ),
             )));
         }
-        let paths = check(&manifest, manifest_offset, &limits)?;
+        let paths = match one {
+            None => check(&manifest, manifest_offset, &limits)?,
+            // `lookup::find` checked what the file depends on.
+            Some(_) => PathIndex::one(&manifest),
+        };
         let archive = Self {
             source,
             dialect,
@@ -367,7 +458,12 @@ impl<S: Source> Archive<S> {
         }
     }
 
-    fn spec_manifest(region: &[u8], footer: &Footer, limits: &Limits) -> Result<Manifest> {
+    /// The spec manifest's body, decompressed.
+    fn spec_manifest(
+        region: &[u8],
+        footer: &Footer,
+        limits: &Limits,
+    ) -> Result<Cow<'static, [u8]>> {
         let size = region.len() as u64;
         if size > limits.max_manifest_stored {
             return Err(too_large(
@@ -384,17 +480,18 @@ impl<S: Source> Archive<S> {
         let compressed = region.get(MANIFEST_MAGIC.len()..).unwrap_or_default();
         let budget = limits.manifest_budget(compressed.len() as u64);
         let body = decompress_bounded(compressed, budget).map_err(zstd_manifest)?;
-        Manifest::decode_spec_body(&body).map_err(manifest_error)
+        Ok(Cow::Owned(body))
     }
 
     /// The tool's region: u32 length, the manifest, then the same again
-    /// (the copy it calls the index), then the footer.
-    fn cli_manifest(
-        region: &[u8],
+    /// (the copy it calls the index), then the footer. Returns the raw
+    /// manifest (`MFv2` ...), decompressed when it is compressed.
+    fn cli_manifest<'r>(
+        region: &'r [u8],
         footer: &Footer,
         manifest_offset: u64,
         limits: &Limits,
-    ) -> Result<Manifest> {
+    ) -> Result<Cow<'r, [u8]>> {
         let length = region
             .first_chunk::<4>()
             .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)));
@@ -440,11 +537,10 @@ impl<S: Source> Archive<S> {
         if flags & 0x01 != 0 {
             let budget = limits.manifest_budget(payload.len() as u64);
             let raw = decompress_bounded(payload, budget).map_err(zstd_manifest)?;
-            Manifest::decode_cli_raw(&raw)
+            Ok(Cow::Owned(raw))
         } else {
-            Manifest::decode_cli_raw(payload)
+            Ok(Cow::Borrowed(payload))
         }
-        .map_err(manifest_error)
     }
 
     /// Which dialect the archive is in.
@@ -528,7 +624,7 @@ impl<S: Source> Archive<S> {
         let ranges: Vec<std::ops::Range<u64>> = files
             .into_iter()
             .flat_map(|file| file.chunks())
-            .filter_map(|chunk| self.manifest.blocks().get(chunk.block as usize))
+            .filter_map(|chunk| self.manifest.block(chunk.block))
             .map(|block| block.offset..block.end())
             .collect();
         self.source.will_read(&ranges);
@@ -550,7 +646,15 @@ impl<S: Source> Archive<S> {
 
     /// The bytes of the file at `path`; memory grows as they are read.
     pub fn read(&self, path: &str) -> Result<Vec<u8>> {
-        let mut reader = self.reader(path)?;
+        let file = self.find(path).ok_or_else(|| ArcxError::NotFound {
+            path: path.to_owned(),
+        })?;
+        self.read_file(file)
+    }
+
+    /// The bytes of `file`, one of this archive's files.
+    fn read_file(&self, file: FileEntry<'_>) -> Result<Vec<u8>> {
+        let mut reader = self.reader_for(file);
         let mut out = Vec::with_capacity(reader.file.size().min(16 << 20) as usize);
         reader
             .read_to_end(&mut out)
@@ -606,8 +710,7 @@ impl<S: Source> Archive<S> {
 
     fn block_record(&self, id: u32) -> Result<crate::manifest::BlockRecord> {
         self.manifest
-            .blocks()
-            .get(id as usize)
+            .block(id)
             .copied()
             .ok_or_else(|| ArcxError::BlockData {
                 block: id,
@@ -646,6 +749,45 @@ impl<S: Source> Archive<S> {
             },
         };
         Ok(Piece::Memory { bytes, start, end })
+    }
+}
+
+/// One file of an archive, found by [`Archive::open_one`]: the archive's
+/// source and that file's rows, nothing else of the manifest.
+#[derive(Debug)]
+pub struct OneFile<S = FileSource> {
+    /// An archive whose manifest holds the one file.
+    archive: Archive<S>,
+}
+
+impl<S: Source> OneFile<S> {
+    /// The file.
+    pub fn file(&self) -> FileEntry<'_> {
+        // `open_one` fails unless the manifest holds the file.
+        self.archive
+            .files()
+            .next()
+            .unwrap_or_else(|| unreachable!())
+    }
+
+    /// Which dialect the archive is in.
+    pub fn dialect(&self) -> Dialect {
+        self.archive.dialect
+    }
+
+    /// The source the archive is read from.
+    pub fn source(&self) -> &S {
+        &self.archive.source
+    }
+
+    /// A reader of the file's bytes, checked as [`Archive::reader`]'s are.
+    pub fn reader(&self) -> FileReader<'_, S> {
+        self.archive.reader_for(self.file())
+    }
+
+    /// The file's bytes; memory grows as they are read.
+    pub fn read(&self) -> Result<Vec<u8>> {
+        self.archive.read_file(self.file())
     }
 }
 
@@ -818,5 +960,58 @@ mod tests {
         ));
         assert!(decompress_bounded(&unstated, 4095).is_err());
         assert_eq!(decompress_bounded(&unstated, 4096).unwrap().len(), 4096);
+    }
+
+    /// What zstd's own streaming reader makes of `stored` (every frame,
+    /// output capped at `limit` + 1 bytes).
+    fn by_zstd_reader(stored: &[u8], limit: u64) -> Result<Vec<u8>, ()> {
+        use std::io::Read;
+        let decoder = zstd::stream::read::Decoder::new(stored).map_err(|_| ())?;
+        let mut out = Vec::new();
+        decoder
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut out)
+            .map_err(|_| ())?;
+        if out.len() as u64 > limit {
+            return Err(());
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn every_truncation_and_byte_flip_ends_as_with_zstds_reader() {
+        let text: Vec<u8> = (0..20_000u32)
+            .flat_map(|i| format!("line {} of {}\n", i % 977, i % 13).into_bytes())
+            .collect();
+        let mut unstated = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        unstated.include_contentsize(false).unwrap();
+        std::io::Write::write_all(&mut unstated, &text[..5000]).unwrap();
+        let small = zstd::bulk::compress(&text[..3000], 3).unwrap();
+        // One frame decoded in one pass (it fits the first room), one far
+        // larger than its stored size (streamed), one without a stated size.
+        for stored in [
+            small.clone(),
+            zstd::bulk::compress(&text, 9).unwrap(),
+            [small, unstated.finish().unwrap()].concat(),
+        ] {
+            for limit in [u64::MAX, text.len() as u64 - 1, 4000] {
+                let check = |input: &[u8]| {
+                    assert_eq!(
+                        decompress_bounded(input, limit).map_err(|_| ()),
+                        by_zstd_reader(input, limit),
+                        "{} bytes, limit {limit}",
+                        input.len()
+                    );
+                };
+                for end in (0..stored.len()).step_by(7).chain([stored.len()]) {
+                    check(&stored[..end]);
+                }
+                for at in (0..stored.len()).step_by(5) {
+                    let mut flipped = stored.clone();
+                    flipped[at] ^= 0x5a;
+                    check(&flipped);
+                }
+            }
+        }
     }
 }

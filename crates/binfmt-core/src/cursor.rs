@@ -108,12 +108,22 @@ impl<'a> ByteReader<'a> {
 
     /// An unsigned LEB128 varint.
     pub fn varint(&mut self, what: impl Into<What>) -> Result<u64> {
-        // Most varints (ids, differences, small sizes) are one byte.
-        if let Some(&byte) = self.rest().first()
-            && byte < 0x80
-        {
-            self.position += 1;
-            return Ok(u64::from(byte));
+        // Most varints (ids, differences, small sizes) are one byte, and
+        // most others (sizes, offsets inside a block) two or three.
+        match *self.rest() {
+            [a, ..] if a < 0x80 => {
+                self.position += 1;
+                return Ok(u64::from(a));
+            }
+            [a, b, ..] if b < 0x80 => {
+                self.position += 2;
+                return Ok(u64::from(a & 0x7f) | u64::from(b) << 7);
+            }
+            [a, b, c, ..] if c < 0x80 => {
+                self.position += 3;
+                return Ok(u64::from(a & 0x7f) | u64::from(b & 0x7f) << 7 | u64::from(c) << 14);
+            }
+            _ => {}
         }
         let (value, len) = varint::decode_u64(self.rest(), self.offset())
             .map_err(|error| rename(error, what.into()))?;
@@ -178,6 +188,33 @@ mod tests {
         assert_eq!(reader.varint("d").unwrap(), 300);
         assert_eq!(reader.bytes(2, "e").unwrap(), b"hi");
         assert!(reader.is_empty());
+    }
+
+    proptest::proptest! {
+        /// The short forms agree with the general decoder on any bytes:
+        /// the value, the length taken, and the error.
+        #[test]
+        fn varints_read_as_the_general_decoder_reads_them(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            high in 0u8..12,
+        ) {
+            // Continuation bits on the first `high` bytes: every length.
+            let bytes: Vec<u8> = bytes
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| if i < usize::from(high) { b | 0x80 } else { b & 0x7f })
+                .collect();
+            let mut reader = ByteReader::at(&bytes, 7);
+            let general = varint::decode_u64(&bytes, 7);
+            match (reader.varint("v"), general) {
+                (Ok(value), Ok((expected, len))) => {
+                    proptest::prop_assert_eq!(value, expected);
+                    proptest::prop_assert_eq!(reader.remaining(), bytes.len() - len);
+                }
+                (Err(_), Err(_)) => {}
+                (ours, general) => proptest::prop_assert!(false, "{ours:?} vs {general:?}"),
+            }
+        }
     }
 
     #[test]

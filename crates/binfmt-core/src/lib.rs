@@ -37,4 +37,7 @@ pub mod varint;
 pub use atomic::{AtomicFile, same_file};
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
-pub use source::{ByteSource, FileSource, MapOnDemand, RangeReader, SeekSource, Source, SourceExt};
+pub use source::{
+    ByteSource, FileSource, MapOnDemand, MappedRange, RangeReader, Region, SeekSource, Source,
+    SourceExt,
+};

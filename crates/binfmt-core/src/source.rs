@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | `[u8]`, `Vec<u8>` | memory | yes |
 //! | [`ByteSource`] | a read-only map of a regular file, or a buffer | yes |
-//! | [`FileSource`] | `pread` on a regular file | no |
+//! | [`FileSource`] | `pread` on a regular file; with [`FileSource::map_regions`], a read-only map for each large region a reader holds whole ([`SourceExt::region_at`]) | no |
 //! | [`MapOnDemand`] | `pread` for small ranges; a map of the file, made on the first large range | ranges of at least [`MapOnDemand::MAP_FROM`] bytes, and every range once mapped |
 //! | [`SeekSource`] | any `Read + Seek`, behind a lock | no |
 //!
@@ -21,7 +21,8 @@
 //!
 //! [`SourceExt`] adds the checked helpers readers use: [`SourceExt::bytes_at`]
 //! (borrowed or copied, the range checked against the source's size before
-//! anything is allocated), [`SourceExt::record_at`] for fixed layouts, and
+//! anything is allocated), [`SourceExt::region_at`] for a large range a reader
+//! holds whole (borrowed, mapped or copied), [`SourceExt::record_at`] for fixed layouts, and
 //! [`SourceExt::reader`], a [`RangeReader`] that streams a range through
 //! `std::io::Read` in the caller's buffer, for entries too large to hold.
 //!
@@ -98,6 +99,51 @@ pub trait Source: Send + Sync + fmt::Debug {
     fn will_read(&self, ranges: &[std::ops::Range<u64>]) {
         let _ = ranges;
     }
+
+    /// The `len` bytes at `offset` as a read-only map, when the source maps
+    /// ranges (a [`FileSource`] with [`FileSource::map_regions`]); `None`
+    /// otherwise, and the caller reads them. Callers check the range against
+    /// [`Source::len`] first ([`SourceExt::region_at`] does).
+    fn map_at(&self, offset: u64, len: u64) -> Option<MappedRange> {
+        let _ = (offset, len);
+        None
+    }
+}
+
+/// A range of a file mapped read-only ([`Source::map_at`]).
+#[derive(Debug)]
+pub struct MappedRange(Mmap);
+
+impl Deref for MappedRange {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A range a reader holds whole ([`SourceExt::region_at`]): borrowed from a
+/// source in memory, mapped from a file, or read into a buffer.
+#[derive(Debug)]
+pub enum Region<'a> {
+    /// Borrowed from a source whose bytes sit in memory.
+    Borrowed(&'a [u8]),
+    /// A read-only map of the range.
+    Mapped(MappedRange),
+    /// Read into a buffer.
+    Owned(Vec<u8>),
+}
+
+impl Deref for Region<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Borrowed(bytes) => bytes,
+            Self::Mapped(map) => map,
+            Self::Owned(bytes) => bytes,
+        }
+    }
 }
 
 /// Checked reads from any [`Source`].
@@ -115,6 +161,26 @@ pub trait SourceExt: Source {
         self.read_exact_at(offset, &mut buf)
             .with_path(self.name())?;
         Ok(Cow::Owned(buf))
+    }
+
+    /// The `len` bytes at `offset`, for a reader that holds a large range
+    /// whole (an ARCX manifest): borrowed when the source is in memory,
+    /// mapped when it maps ranges ([`Source::map_at`]: no copy into fresh
+    /// memory), read into a buffer otherwise. The range is checked against
+    /// the source's size first.
+    fn region_at(&self, offset: u64, len: u64, what: impl Into<What>) -> Result<Region<'_>> {
+        let what = what.into();
+        let range = check_range(offset, len, self.len(), what.clone())?;
+        if let Some(bytes) = self.in_memory() {
+            return Ok(Region::Borrowed(bytes.get(range).unwrap_or_default()));
+        }
+        if let Some(map) = self.map_at(offset, len) {
+            return Ok(Region::Mapped(map));
+        }
+        Ok(match self.bytes_at(offset, len, what)? {
+            Cow::Borrowed(bytes) => Region::Borrowed(bytes),
+            Cow::Owned(bytes) => Region::Owned(bytes),
+        })
     }
 
     /// Fills `buf` from `offset`, after checking the range.
@@ -287,6 +353,9 @@ macro_rules! forward_source {
             fn will_read(&self, ranges: &[std::ops::Range<u64>]) {
                 (**self).will_read(ranges)
             }
+            fn map_at(&self, offset: u64, len: u64) -> Option<MappedRange> {
+                (**self).map_at(offset, len)
+            }
         }
     )*};
 }
@@ -391,6 +460,7 @@ impl ByteSource {
             file,
             path: name.to_owned(),
             len,
+            map_regions: false,
         };
         Ok(Self::from_vec(read_vec_at(&source, 0, len, "file")?, name))
     }
@@ -499,24 +569,44 @@ impl Source for ByteSource {
 
 /// Maps the first `len` bytes of `file` (its size, which the caller took
 /// from the open descriptor: the map does not ask again).
-#[allow(unsafe_code)]
 fn map_read_only(file: &File, len: u64) -> io::Result<Mmap> {
+    map_range(file, 0, len, false)
+}
+
+/// Maps the `len` bytes of `file` at `offset`, read-only; `populate` faults
+/// them all in at once (for a range about to be read whole).
+#[allow(unsafe_code)]
+fn map_range(file: &File, offset: u64, len: u64, populate: bool) -> io::Result<Mmap> {
     let len = usize::try_from(len).map_err(io::Error::other)?;
+    let mut options = MmapOptions::new();
+    options.offset(offset).len(len);
+    if populate {
+        options.populate();
+    }
     // SAFETY: the map is read-only and private to this process; it stays
     // valid for as long as `Mmap` lives. Another process truncating or
     // rewriting the file while it is mapped can change or remove bytes under
     // us (SIGBUS on access past a truncation), the standing caveat of every
-    // mmap-based reader; callers for whom that matters use `FileSource`.
-    unsafe { MmapOptions::new().len(len).map(file) }
+    // mmap-based reader; callers for whom that matters use `FileSource`
+    // without `map_regions`.
+    unsafe { options.map(file) }
 }
 
+/// The smallest range a source maps rather than reads ([`MapOnDemand`],
+/// [`FileSource::map_regions`]): copying 64 KiB costs about what mapping,
+/// faulting in and unmapping it does.
+const MAP_FROM: u64 = 64 << 10;
+
 /// A regular file read by offset (`pread`), without a map and without a
-/// shared cursor: memory holds only what a reader asks for.
+/// shared cursor: memory holds only what a reader asks for. With
+/// [`FileSource::map_regions`], a large range a reader holds whole is mapped
+/// for as long as the reader holds it instead.
 #[derive(Debug)]
 pub struct FileSource {
     file: File,
     path: PathBuf,
     len: u64,
+    map_regions: bool,
 }
 
 impl FileSource {
@@ -528,7 +618,19 @@ impl FileSource {
             file,
             path: path.to_owned(),
             len,
+            map_regions: false,
         })
+    }
+
+    /// Maps (read-only, populated) each range of at least 64 KiB that a
+    /// reader holds whole ([`SourceExt::region_at`]: an ARCX manifest)
+    /// instead of reading it into fresh memory, which saves the copy, the
+    /// page faults on the buffer and its unmapping. The caveat of every map
+    /// holds while the range is held: another process truncating the file
+    /// then can end this one with `SIGBUS`; leave it off when that matters.
+    pub fn map_regions(mut self, map: bool) -> Self {
+        self.map_regions = map;
+        self
     }
 
     /// The path the file was opened from.
@@ -553,6 +655,15 @@ impl Source for FileSource {
 
     fn name(&self) -> &Path {
         &self.path
+    }
+
+    fn map_at(&self, offset: u64, len: u64) -> Option<MappedRange> {
+        if !self.map_regions || len < MAP_FROM {
+            return None;
+        }
+        map_range(&self.file, offset, len, true)
+            .ok()
+            .map(MappedRange)
     }
 }
 
@@ -614,9 +725,8 @@ pub struct MapOnDemand {
 
 impl MapOnDemand {
     /// Ranges of at least this many bytes are borrowed from a map (made on
-    /// the first such range); shorter ones are read until then. Copying 64
-    /// KiB costs about what mapping, faulting in and unmapping it does.
-    pub const MAP_FROM: u64 = 64 << 10;
+    /// the first such range); shorter ones are read until then.
+    pub const MAP_FROM: u64 = MAP_FROM;
 
     /// Opens the regular file at `path`; anything else is refused. Nothing
     /// is mapped yet.
@@ -779,6 +889,31 @@ mod tests {
         assert_eq!(&*source, b"hello, map");
         assert_eq!(source.path(), file.path());
         assert_eq!(source.in_memory(), Some(&b"hello, map"[..]));
+    }
+
+    #[test]
+    fn large_regions_of_a_file_are_mapped_when_asked() {
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let file = temp_file(&bytes);
+        let read = FileSource::open(file.path()).unwrap();
+        let mapping = FileSource::open(file.path()).unwrap().map_regions(true);
+        // Unaligned offsets, a region below 64 KiB, the whole file.
+        for (offset, len) in [(4097, 100_000), (10, 1000), (0, 300_000), (299_999, 1)] {
+            let end = offset as usize + len as usize;
+            let (by_read, by_map) = (
+                read.region_at(offset, len, "region").unwrap(),
+                mapping.region_at(offset, len, "region").unwrap(),
+            );
+            assert!(matches!(by_read, Region::Owned(_)));
+            assert_eq!(matches!(by_map, Region::Mapped(_)), len >= MAP_FROM);
+            assert_eq!(&*by_read, &bytes[offset as usize..end]);
+            assert_eq!(&*by_map, &bytes[offset as usize..end]);
+        }
+        assert!(mapping.region_at(200_000, 100_001, "past the end").is_err());
+        assert!(matches!(
+            bytes.region_at(5, 100_000, "in memory").unwrap(),
+            Region::Borrowed(_)
+        ));
     }
 
     #[test]

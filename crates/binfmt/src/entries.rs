@@ -195,9 +195,20 @@ pub struct OpenOptions {
     /// For `http://`, `https://` and `s3://` locations: caches, retries,
     /// S3 settings (`spec/remote.md`).
     pub remote: binfmt_remote::RemoteOptions,
+    /// The one entry the caller will read, when it reads one: an ARCX
+    /// archive then finds it without decoding the rest of its manifest
+    /// ([`binfmt_arcx::Archive::open_one`]), fails to open when it is not
+    /// there, and lists, reads and verifies that entry alone.
+    pub only: Option<String>,
 }
 
 impl OpenOptions {
+    /// These options for reading the entry called `name` alone.
+    pub fn only(mut self, name: impl Into<String>) -> Self {
+        self.only = Some(name.into());
+        self
+    }
+
     /// These options reaching remote locations with `remote`.
     pub fn remote(mut self, remote: binfmt_remote::RemoteOptions) -> Self {
         self.remote = remote;
@@ -232,9 +243,10 @@ pub fn is_remote(location: impl AsRef<Path>) -> bool {
         .is_some_and(binfmt_remote::is_remote)
 }
 
-/// Opens the bytes at `location`: a local regular file (read by offset,
-/// never mapped), or an `http://`, `https://` or `s3://` URL read by range
-/// requests.
+/// Opens the bytes at `location`: a local regular file (read by offset; a
+/// large region a reader holds whole, an ARCX manifest, is mapped while it
+/// is held: [`FileSource::map_regions`]), or an `http://`, `https://` or
+/// `s3://` URL read by range requests.
 pub fn open_source(location: impl AsRef<Path>, options: &OpenOptions) -> Result<Opened> {
     let location = location.as_ref();
     let file = location.display().to_string();
@@ -251,7 +263,7 @@ pub fn open_source(location: impl AsRef<Path>, options: &OpenOptions) -> Result<
         });
     }
     Ok(Opened {
-        source: Box::new(FileSource::open(location).in_file(&file)?),
+        source: Box::new(FileSource::open(location).in_file(&file)?.map_regions(true)),
         file,
         remote: None,
     })
@@ -281,8 +293,8 @@ pub fn open(location: impl AsRef<Path>) -> Result<Box<dyn EntrySource>> {
 }
 
 /// Opens `location` as named entries, whatever its format. A local file is
-/// read by offset, never mapped, so streaming an entry keeps memory
-/// bounded; a URL is read by range requests, fetching only what each
+/// read by offset (an ARCX manifest mapped while it is decoded), so
+/// streaming an entry keeps memory bounded; a URL is read by range requests, fetching only what each
 /// operation needs (`spec/remote.md`): the format is told from the object's
 /// last bytes when they say it (ARCX, PAR4), and a TARIDX index finds its
 /// shards beside it by the fold convention.
@@ -303,9 +315,24 @@ pub fn open_with(
         Format::Arcx => {
             // Reading needs the footer and the manifest only; a remote
             // archive leaves the header to `verify`, saving a request.
-            let options = binfmt_arcx::OpenOptions::default().check_header(remote.is_none());
+            let arcx_options = binfmt_arcx::OpenOptions::default().check_header(remote.is_none());
+            if let Some(name) = &options.only {
+                let one = binfmt_arcx::Archive::open_one(source, name, arcx_options).map_err(
+                    |error| match error {
+                        binfmt_arcx::ArcxError::NotFound { .. } => Error::NotFound {
+                            file: file.clone(),
+                            name: name.clone(),
+                        },
+                        other => Error::Arcx {
+                            file: file.clone(),
+                            source: other,
+                        },
+                    },
+                )?;
+                return Ok(Box::new(ArcxOne { one, file, remote }));
+            }
             Ok(Box::new(ArcxEntries {
-                archive: binfmt_arcx::Archive::with_options(source, options).in_file(&file)?,
+                archive: binfmt_arcx::Archive::with_options(source, arcx_options).in_file(&file)?,
                 file,
                 remote,
             }))
@@ -515,6 +542,56 @@ impl EntrySource for ArcxEntries {
             .extract_with_progress(dir, arcx_options, options.progress.unwrap_or(&|_, _| {}))
             .in_file(&self.file)?;
         Ok(summary.files + summary.directories + summary.symlinks)
+    }
+}
+
+/// One file of an ARCX archive, opened by [`OpenOptions::only`]: the only
+/// entry listed, read and verified.
+struct ArcxOne {
+    one: binfmt_arcx::OneFile<Box<dyn Source>>,
+    file: String,
+    remote: Option<Arc<binfmt_remote::RemoteSource>>,
+}
+
+impl EntrySource for ArcxOne {
+    fn format(&self) -> Format {
+        Format::Arcx
+    }
+
+    fn file(&self) -> &str {
+        &self.file
+    }
+
+    fn list(&self) -> Result<Vec<Entry>> {
+        let file = self.one.file();
+        Ok(vec![Entry {
+            kind: match file.attributes().kind {
+                binfmt_arcx::FileKind::Directory => Some("directory"),
+                binfmt_arcx::FileKind::Symlink => Some("symlink"),
+                _ => None,
+            },
+            ..Entry::new(file.path().to_string(), file.size())
+        }])
+    }
+
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
+        if self.one.file().path().is(name) {
+            Ok(Box::new(self.one.reader()))
+        } else {
+            Err(Error::NotFound {
+                file: self.file.clone(),
+                name: name.to_owned(),
+            })
+        }
+    }
+
+    /// Reads the entry: its blocks and its SHA-256.
+    fn verify(&self) -> Result<()> {
+        self.one.read().map(|_| ()).in_file(&self.file)
+    }
+
+    fn stats(&self) -> Option<binfmt_remote::Stats> {
+        self.remote.as_ref().map(|remote| remote.stats())
     }
 }
 

@@ -182,7 +182,7 @@ pub fn get(args: &GetArgs, expect: Option<Format>) -> CommandResult {
 }
 
 fn get_in(session: &Session, args: &GetArgs, expect: Option<Format>) -> CommandResult {
-    let source = session.open(&args.file, expect)?;
+    let source = session.open_only(&args.file, expect, &args.name)?;
     if let Some(path) = &args.output {
         refuse_overwriting_inputs(&source.inputs(), path)?;
     }

@@ -86,10 +86,30 @@ impl Session {
         location: &Path,
         expect: Option<Format>,
     ) -> Result<Box<dyn EntrySource>, String> {
+        self.open_with(location, expect, &self.options)
+    }
+
+    /// Opens `location` to read the entry called `name` alone (see
+    /// [`binfmt::OpenOptions::only`]).
+    pub fn open_only(
+        &self,
+        location: &Path,
+        expect: Option<Format>,
+        name: &str,
+    ) -> Result<Box<dyn EntrySource>, String> {
+        self.open_with(location, expect, &self.options.clone().only(name))
+    }
+
+    fn open_with(
+        &self,
+        location: &Path,
+        expect: Option<Format>,
+        options: &binfmt::OpenOptions,
+    ) -> Result<Box<dyn EntrySource>, String> {
         let source = if location == Path::new("-") {
             binfmt::open_stream(&mut std::io::stdin().lock(), "<stdin>")
         } else {
-            binfmt::open_with(location, &self.options)
+            binfmt::open_with(location, options)
         }
         .map_err(output::failed)?;
         match expect {
