@@ -107,31 +107,38 @@ impl<'a> ByteReader<'a> {
     }
 
     /// An unsigned LEB128 varint.
+    #[inline]
     pub fn varint(&mut self, what: impl Into<What>) -> Result<u64> {
         // Most varints (ids, differences, small sizes) are one byte, and
         // most others (sizes, offsets inside a block) two or three.
         match *self.rest() {
             [a, ..] if a < 0x80 => {
                 self.position += 1;
-                return Ok(u64::from(a));
+                Ok(u64::from(a))
             }
             [a, b, ..] if b < 0x80 => {
                 self.position += 2;
-                return Ok(u64::from(a & 0x7f) | u64::from(b) << 7);
+                Ok(u64::from(a & 0x7f) | u64::from(b) << 7)
             }
             [a, b, c, ..] if c < 0x80 => {
                 self.position += 3;
-                return Ok(u64::from(a & 0x7f) | u64::from(b & 0x7f) << 7 | u64::from(c) << 14);
+                Ok(u64::from(a & 0x7f) | u64::from(b & 0x7f) << 7 | u64::from(c) << 14)
             }
-            _ => {}
+            _ => self.varint_long(what.into()),
         }
-        let (value, len) = varint::decode_u64(self.rest(), self.offset())
-            .map_err(|error| rename(error, what.into()))?;
+    }
+
+    /// A varint of four bytes or more, or a malformed one.
+    #[inline(never)]
+    fn varint_long(&mut self, what: What) -> Result<u64> {
+        let (value, len) =
+            varint::decode_u64(self.rest(), self.offset()).map_err(|error| rename(error, what))?;
         self.position += len;
         Ok(value)
     }
 
     /// A zigzag LEB128 varint.
+    #[inline]
     pub fn varint_signed(&mut self, what: impl Into<What>) -> Result<i64> {
         self.varint(what).map(varint::zigzag_decode)
     }
