@@ -107,7 +107,7 @@ impl<'a> ByteReader<'a> {
     }
 
     /// An unsigned LEB128 varint.
-    #[inline]
+    #[inline(always)]
     pub fn varint(&mut self, what: impl Into<What>) -> Result<u64> {
         // Most varints (ids, differences, small sizes) are one byte, and
         // most others (sizes, offsets inside a block) two or three.
