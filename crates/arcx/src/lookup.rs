@@ -246,19 +246,24 @@ impl<'a> Visit<'a> for Lookup<'a, '_> {
         Ok(())
     }
 
-    fn string(&mut self, string: &'a str) -> std::result::Result<(), Error> {
+    fn string(&mut self, string: &'a [u8]) -> std::result::Result<(), Error> {
         let id = self.strings;
         self.strings = self.strings.saturating_add(1);
-        let path = self.path;
+        let path = self.path.as_bytes();
+        // Bytes first (the last byte, then the rest): most strings are
+        // other files' names, which neither start nor end the path.
+        let name = string
+            .last()
+            .is_none_or(|last| path.last() == Some(last) && path.ends_with(string));
         let dir = string.is_empty()
-            || (path.len() > string.len()
-                && path.starts_with(string)
-                && path.as_bytes().get(string.len()) == Some(&b'/'));
-        let name = path.ends_with(string);
+            || (path.get(string.len()) == Some(&b'/') && path.starts_with(string));
         if dir || name {
+            // Only a string that may be part of the path is checked for
+            // UTF-8 here; the others are the full open's (spec/arcx.md,
+            // "Reading one file").
             self.candidates.push(Candidate {
                 id,
-                string,
+                string: tables::utf8(string)?,
                 dir,
                 name,
             });

@@ -901,8 +901,8 @@ impl<'a> Visit<'a> for Decoder {
             })
     }
 
-    fn string(&mut self, string: &'a str) -> Result<(), Error> {
-        self.strings.push(string).map(|_| ())
+    fn string(&mut self, string: &'a [u8]) -> Result<(), Error> {
+        self.strings.push(tables::utf8(string)?).map(|_| ())
     }
 
     fn files(&mut self, count: usize) -> Result<(), Error> {

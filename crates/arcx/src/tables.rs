@@ -6,10 +6,11 @@
 //!
 //! What the walker checks, for every row it reads whatever the visitor
 //! keeps: every count against the bytes that remain, ids 0, 1, 2, ...,
-//! string indices inside the string table, strings in UTF-8, a file's
+//! string indices inside the string table, a file's
 //! chunk ids strictly increasing, ids and sizes inside blocks within 32
 //! bits, block offsets without overflow, known codecs and kind bytes, and
-//! (spec) an attribute table with one entry per file.
+//! (spec) an attribute table with one entry per file. Strings are UTF-8:
+//! each visitor checks that ([`utf8`]) for the strings it keeps.
 
 use binfmt_core::alloc::reserve;
 use binfmt_core::{ByteReader, Error};
@@ -47,8 +48,9 @@ pub(crate) struct ChunkRow {
 pub(crate) trait Visit<'a> {
     /// The string table holds `count` strings in at most `bytes` bytes.
     fn strings(&mut self, count: usize, bytes: usize) -> Result<(), Error>;
-    /// The next string.
-    fn string(&mut self, string: &'a str) -> Result<(), Error>;
+    /// The next string, its bytes as stored: the visitor checks they are
+    /// UTF-8 ([`utf8`]) for the strings it keeps.
+    fn string(&mut self, string: &'a [u8]) -> Result<(), Error>;
     /// The file table holds `count` files.
     fn files(&mut self, count: usize) -> Result<(), Error>;
     /// File `id`.
@@ -364,12 +366,14 @@ fn walk_strings<'a>(
     visit.strings(count, reader.remaining())?;
     for _ in 0..count {
         let len = reader.varint("string length")?;
-        let bytes = reader.bytes_u64(len, "string")?;
-        let string = std::str::from_utf8(bytes)
-            .map_err(|_| Error::corrupt("string table", "a string is not UTF-8"))?;
-        visit.string(string)?;
+        visit.string(reader.bytes_u64(len, "string")?)?;
     }
     Ok(count)
+}
+
+/// A string of the string table, which must be UTF-8.
+pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, Error> {
+    std::str::from_utf8(bytes).map_err(|_| Error::corrupt("string table", "a string is not UTF-8"))
 }
 
 /// The spec body's sections, each a varint length and its bytes.
