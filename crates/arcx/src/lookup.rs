@@ -12,8 +12,10 @@
 //! - the path appears once: the walk goes on after the first match, and a
 //!   second one is an error;
 //! - the file's chunks exist, name the file, lie inside their blocks,
-//!   which exist, and overlap no chunk of the same blocks (the chunk table
-//!   is read a second time for the chunks of those blocks); spec: each
+//!   which exist, and overlap no chunk of the same blocks (the chunks of
+//!   those blocks are kept as the walk meets them when the chunk rows name
+//!   their blocks in ascending order, as writers lay them out; otherwise
+//!   the chunk table is read a second time for them); spec: each
 //!   starts in the file where the ones before it end;
 //! - the file's own rules (`check::check_file`): its name, one piece of a
 //!   shared block or whole blocks of its own, sizes adding up, a directory
@@ -53,6 +55,10 @@ pub(crate) fn find(
         files: 0,
         found: None,
         rows: None,
+        run: Vec::new(),
+        run_wanted: false,
+        sorted: true,
+        neighbours: Vec::new(),
         chunks: Vec::new(),
         wanted: Vec::new(),
         blocks: Vec::new(),
@@ -104,8 +110,19 @@ struct Lookup<'a, 'p> {
     candidates: Vec<Candidate<'a>>,
     files: usize,
     found: Option<Found<'a>>,
-    /// The chunk table, to read again for the chunks of the file's blocks.
+    /// The chunk table, to read again for the chunks of the file's blocks
+    /// when they are not found in one reading (`sorted`).
     rows: Option<ChunkRows<'a>>,
+    /// The last rows read, all of one block: id and chunk.
+    run: Vec<(u32, ChunkRecord)>,
+    /// Whether `run` holds one of the file's chunks.
+    run_wanted: bool,
+    /// Whether the chunk rows so far name their blocks in ascending order:
+    /// then the chunks of each block are one run of rows, and the runs
+    /// holding the file's chunks are all the chunks of its blocks.
+    sorted: bool,
+    /// Those runs, in table order.
+    neighbours: Vec<(u32, ChunkRecord)>,
     /// The file's chunks: id and row.
     chunks: Vec<(u32, ChunkRow)>,
     /// The ids of the blocks the file's chunks name, ascending.
@@ -151,16 +168,25 @@ impl<'a> Lookup<'a, '_> {
         let mut users = vec![0u32; self.blocks.len()];
         let mut neighbours: Vec<ChunkRecord> = Vec::new();
         let mut neighbour_ids: Vec<u32> = Vec::new();
-        if let Some(mut rows) = self.rows.take() {
-            while let Some((id, row)) = rows.next().map_err(ArcxError::Manifest)? {
-                let block = row.chunk.block;
-                if let Ok(at) = self.blocks.binary_search_by_key(&block, |&(id, _)| id) {
-                    if let Some(count) = users.get_mut(at) {
-                        *count = count.saturating_add(1);
-                    }
-                    neighbours.push(row.chunk);
-                    neighbour_ids.push(id);
+        let mut add = |id: u32, chunk: ChunkRecord| {
+            if let Ok(at) = self
+                .blocks
+                .binary_search_by_key(&chunk.block, |&(id, _)| id)
+            {
+                if let Some(count) = users.get_mut(at) {
+                    *count = count.saturating_add(1);
                 }
+                neighbours.push(chunk);
+                neighbour_ids.push(id);
+            }
+        };
+        if self.sorted {
+            for &(id, chunk) in &self.neighbours {
+                add(id, chunk);
+            }
+        } else if let Some(mut rows) = self.rows.take() {
+            while let Some((id, row)) = rows.next().map_err(ArcxError::Manifest)? {
+                add(id, row.chunk);
             }
         }
         let users_of = |block: u32| {
@@ -241,6 +267,17 @@ impl<'a> Lookup<'a, '_> {
     }
 }
 
+impl Lookup<'_, '_> {
+    /// The chunk rows of one block end: kept if one is the file's.
+    fn end_run(&mut self) {
+        if self.run_wanted {
+            self.neighbours.append(&mut self.run);
+        }
+        self.run.clear();
+        self.run_wanted = false;
+    }
+}
+
 impl<'a> Visit<'a> for Lookup<'a, '_> {
     fn strings(&mut self, _count: usize, _bytes: usize) -> std::result::Result<(), Error> {
         Ok(())
@@ -310,14 +347,27 @@ impl<'a> Visit<'a> for Lookup<'a, '_> {
         let wanted = self
             .found
             .as_ref()
-            .and_then(|found| found.chunk_ids.get(self.chunks.len()));
-        if wanted == Some(&id) {
+            .and_then(|found| found.chunk_ids.get(self.chunks.len()))
+            .copied();
+        let block = row.chunk.block;
+        if let Some(last) = self.run.last().map(|(_, chunk)| chunk.block)
+            && last != block
+        {
+            self.sorted &= last < block;
+            self.end_run();
+        }
+        if self.sorted && self.found.is_some() {
+            self.run.push((id, row.chunk));
+        }
+        if wanted == Some(id) {
             self.chunks.push((id, row));
+            self.run_wanted = true;
         }
         Ok(())
     }
 
     fn blocks(&mut self, _count: usize) -> std::result::Result<(), Error> {
+        self.end_run();
         let mut wanted: Vec<u32> = self.chunks.iter().map(|(_, row)| row.chunk.block).collect();
         wanted.sort_unstable();
         wanted.dedup();
