@@ -110,7 +110,12 @@ libfuzzer_sys::fuzz_target!(|input: FuzzArchive| {
         })
         .collect();
     let archive = Archive {
-        strings: input.strings.into_iter().take(32).collect(),
+        strings: input
+            .strings
+            .into_iter()
+            .take(32)
+            .map(String::into_bytes)
+            .collect(),
         files,
         chunks,
         blocks,
@@ -122,7 +127,13 @@ libfuzzer_sys::fuzz_target!(|input: FuzzArchive| {
         },
     };
     // Every file's path as the strings make it, found or not.
-    let string = |id: u64| archive.strings.get(id as usize).cloned().unwrap_or_default();
+    let string = |id: u64| {
+        archive
+            .strings
+            .get(id as usize)
+            .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+            .unwrap_or_default()
+    };
     let paths: Vec<String> = archive
         .files
         .iter()

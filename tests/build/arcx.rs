@@ -95,8 +95,8 @@ pub struct File {
 /// A whole archive, before it is laid out.
 #[derive(Debug, Clone, Default)]
 pub struct Archive {
-    /// The string table.
-    pub strings: Vec<String>,
+    /// The string table, as stored (UTF-8 unless a test says otherwise).
+    pub strings: Vec<Vec<u8>>,
     /// The file table.
     pub files: Vec<File>,
     /// The chunk table.
@@ -138,12 +138,12 @@ impl Archive {
     /// shared zstd block, in order.
     pub fn of(files: &[(&str, &[u8])]) -> Self {
         let mut archive = Self {
-            strings: vec![String::new()],
+            strings: vec![Vec::new()],
             ..Self::default()
         };
         let mut block = Vec::new();
         for (index, (name, bytes)) in files.iter().enumerate() {
-            archive.strings.push((*name).to_owned());
+            archive.strings.push(name.as_bytes().to_vec());
             archive.chunks.push(Chunk {
                 file: index as u64,
                 file_offset: 0,
@@ -190,7 +190,7 @@ impl Archive {
         put(out, self.strings.len() as u64);
         for string in &self.strings {
             put(out, string.len() as u64);
-            out.extend_from_slice(string.as_bytes());
+            out.extend_from_slice(string);
         }
     }
 

@@ -368,7 +368,7 @@ fn a_failed_pack_leaves_nothing() {
 fn archive_naming(path: &str) -> Vec<u8> {
     let mut archive = binfmt_tests::build::arcx::Archive::of(&[("placeholder", b"payload")]);
     let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-    archive.strings = vec![dir.to_owned(), name.to_owned()];
+    archive.strings = vec![dir.into(), name.into()];
     archive.files[0].dir = 0;
     archive.files[0].name = 1;
     archive.spec()

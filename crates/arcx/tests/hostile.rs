@@ -254,7 +254,7 @@ fn cases() -> Vec<Case> {
 
     // A name holding nothing.
     let mut build = three();
-    build.strings[1] = String::new();
+    build.strings[1] = Vec::new();
     cases.push(Case {
         name: "empty-name",
         build,

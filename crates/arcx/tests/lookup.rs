@@ -11,7 +11,7 @@
 )]
 
 use binfmt_arcx::{Archive, ArcxError, OpenOptions, PackOptions, Packer};
-use binfmt_tests::build::arcx::{Archive as Build, sha256};
+use binfmt_tests::build::arcx::{Archive as Build, Block, sha256};
 
 fn fixtures() -> Vec<(String, Vec<u8>)> {
     let mut found = Vec::new();
@@ -260,5 +260,74 @@ fn hostile_manifests_are_refused_for_the_path_they_concern() {
                 }
             }
         }
+    }
+}
+
+/// Strings are compared with the path as bytes: only those that may be
+/// part of it are checked for UTF-8 (spec/arcx.md, "Reading one file").
+#[test]
+fn only_strings_that_may_be_the_path_are_checked_for_utf8() {
+    let mut build = Build::of(&[("a", b"alpha"), ("b", b"bravo!"), ("c", b"charlie")]);
+    // b's name: the last byte of "é", alone.
+    build.strings[2] = vec![0xa9];
+    for (dialect, bytes) in [("spec", build.spec()), ("arcx-cli", build.cli())] {
+        let full = Archive::new(bytes.clone()).map(|_| ()).unwrap_err();
+        assert!(full.to_string().contains("not UTF-8"), "{dialect}: {full}");
+        let one = Archive::open_one(bytes.clone(), "a", OpenOptions::default()).unwrap();
+        assert_eq!(one.read().unwrap(), b"alpha", "{dialect}");
+        // A path ending with that byte: the string is a candidate.
+        let error = Archive::open_one(bytes.clone(), "xé", OpenOptions::default())
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(error, ArcxError::Manifest(_)) && error.to_string() == full.to_string(),
+            "{dialect}: {error}; full: {full}"
+        );
+    }
+}
+
+/// Chunk rows whose blocks are not in ascending order: the lookup reads
+/// the chunk table again for the chunks of the file's blocks, and finds
+/// what the full open finds.
+#[test]
+fn chunk_rows_out_of_block_order() {
+    let mut build = Build::of(&[("a", b"alpha"), ("b", b"bravo!"), ("c", b"charlie")]);
+    // Rows name blocks 0, 1, 0.
+    build.blocks[0] = Block::zstd(b"alphacharlie".to_vec());
+    build.blocks.push(Block::zstd(b"bravo!".to_vec()));
+    build.chunks[1].block = 1;
+    build.chunks[1].block_offset = 0;
+    build.chunks[2].block_offset = 5;
+    for bytes in [build.spec(), build.cli()] {
+        let full = Archive::new(bytes.clone()).unwrap();
+        for path in ["a", "b", "c"] {
+            let one = Archive::open_one(bytes.clone(), path, OpenOptions::default()).unwrap();
+            assert_eq!(one.read().unwrap(), full.read(path).unwrap(), "{path}");
+        }
+    }
+    // c's chunk, after block 1's, overlaps a's.
+    build.chunks[2].block_offset = 2;
+    build.blocks[0] = Block::zstd(b"alphacharlie".to_vec());
+    build.files[2].sha256 = sha256(b"phachar");
+    for bytes in [build.spec(), build.cli()] {
+        Archive::new(bytes.clone()).map(|_| ()).unwrap_err();
+        for path in ["a", "c"] {
+            let error = Archive::open_one(bytes.clone(), path, OpenOptions::default())
+                .map(|_| ())
+                .unwrap_err();
+            assert!(
+                matches!(
+                    error,
+                    ArcxError::ChunkOverlap {
+                        block: 0,
+                        first: 0,
+                        second: 2
+                    }
+                ),
+                "{path}: {error}"
+            );
+        }
+        let one = Archive::open_one(bytes.clone(), "b", OpenOptions::default()).unwrap();
+        assert_eq!(one.read().unwrap(), b"bravo!");
     }
 }
