@@ -174,6 +174,30 @@ struct FileRow {
     sha256: [u8; 32],
 }
 
+impl FileRow {
+    /// The row of file `dir`/`name` (string ids) whose chunk list is
+    /// `chunks_len` ids from `chunks_start` of the chunk-id list.
+    fn new(
+        (dir, name): (u32, u32),
+        (chunks_start, chunks_len): (u32, u32),
+        size: u64,
+        sha256: [u8; 32],
+        attributes: Attributes,
+    ) -> Self {
+        Self {
+            dir,
+            name,
+            chunks_start,
+            chunks_len,
+            size,
+            mtime_ns: attributes.mtime_ns,
+            mode: attributes.mode,
+            kind: attributes.kind,
+            sha256,
+        }
+    }
+}
+
 /// One contiguous piece of a file, inside one block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -432,17 +456,13 @@ impl Manifest {
         let mut strings = Strings::default();
         let dir = strings.push(dir)?;
         let name = strings.push(name)?;
-        let row = FileRow {
-            dir,
-            name,
-            chunks_start: 0,
-            chunks_len: chunks.len() as u32,
+        let row = FileRow::new(
+            (dir, name),
+            (0, chunks.len() as u32),
             size,
-            mtime_ns: attributes.mtime_ns,
-            mode: attributes.mode,
-            kind: attributes.kind,
             sha256,
-        };
+            attributes,
+        );
         let (ids, blocks) = blocks.into_iter().unzip();
         Ok(Self {
             config,
@@ -614,17 +634,13 @@ impl ManifestBuilder {
         let chunks_start = u32::try_from(self.manifest.chunk_ids.len())
             .map_err(|_| Error::corrupt("file table", "more than 2^32 chunk references"))?;
         self.manifest.chunk_ids.extend(chunks.clone());
-        self.manifest.files.push(FileRow {
-            dir,
-            name,
-            chunks_start,
-            chunks_len: chunks.len() as u32,
+        self.manifest.files.push(FileRow::new(
+            (dir, name),
+            (chunks_start, chunks.len() as u32),
             size,
-            mtime_ns: attributes.mtime_ns,
-            mode: attributes.mode,
-            kind: attributes.kind,
             sha256,
-        });
+            attributes,
+        ));
         Ok(())
     }
 
@@ -921,17 +937,13 @@ impl<'a> Visit<'a> for Decoder {
             "file chunk lists",
         )?;
         self.chunk_ids.extend_from_slice(file.chunk_ids);
-        self.files.push(FileRow {
-            dir: file.dir,
-            name: file.name,
-            chunks_start,
-            chunks_len: file.chunk_ids.len() as u32,
-            size: file.size,
-            mtime_ns: file.attributes.mtime_ns,
-            mode: file.attributes.mode,
-            kind: file.attributes.kind,
-            sha256: *file.sha256,
-        });
+        self.files.push(FileRow::new(
+            (file.dir, file.name),
+            (chunks_start, file.chunk_ids.len() as u32),
+            file.size,
+            *file.sha256,
+            file.attributes,
+        ));
         Ok(())
     }
 

@@ -479,6 +479,18 @@ impl<'a, S: EntrySource + ?Sized> Prefetch<'a, S> {
     }
 }
 
+/// The entry of an ARCX file, directories and symlinks listed by kind.
+fn arcx_entry(file: binfmt_arcx::FileEntry<'_>) -> Entry {
+    Entry {
+        kind: match file.attributes().kind {
+            binfmt_arcx::FileKind::Directory => Some("directory"),
+            binfmt_arcx::FileKind::Symlink => Some("symlink"),
+            _ => None,
+        },
+        ..Entry::new(file.path().to_string(), file.size())
+    }
+}
+
 /// An ARCX archive: its files, with directories and symlinks listed by kind.
 struct ArcxEntries {
     archive: binfmt_arcx::Archive<Box<dyn Source>>,
@@ -496,18 +508,7 @@ impl EntrySource for ArcxEntries {
     }
 
     fn list(&self) -> Result<Vec<Entry>> {
-        Ok(self
-            .archive
-            .files()
-            .map(|file| Entry {
-                kind: match file.attributes().kind {
-                    binfmt_arcx::FileKind::Directory => Some("directory"),
-                    binfmt_arcx::FileKind::Symlink => Some("symlink"),
-                    _ => None,
-                },
-                ..Entry::new(file.path().to_string(), file.size())
-            })
-            .collect())
+        Ok(self.archive.files().map(arcx_entry).collect())
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
@@ -563,15 +564,7 @@ impl EntrySource for ArcxOne {
     }
 
     fn list(&self) -> Result<Vec<Entry>> {
-        let file = self.one.file();
-        Ok(vec![Entry {
-            kind: match file.attributes().kind {
-                binfmt_arcx::FileKind::Directory => Some("directory"),
-                binfmt_arcx::FileKind::Symlink => Some("symlink"),
-                _ => None,
-            },
-            ..Entry::new(file.path().to_string(), file.size())
-        }])
+        Ok(vec![arcx_entry(self.one.file())])
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
