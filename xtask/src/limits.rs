@@ -4,7 +4,7 @@
 //!
 //! | operation | minimal program |
 //! |---|---|
-//! | TARIDX indexing | `read()` of each shard in 1 MiB chunks, every header's checksum summed and checked, payloads skipped by their size |
+//! | TARIDX indexing | `read()` of each shard in 1 MiB chunks, every header's checksum summed and checked, payloads skipped by their size; then the index's row table (32 bytes a member) written to a temporary file renamed over the last one, as an indexer must |
 //! | ARCX pack | read each file, SHA-256 it, zstd -3 it in 1 MiB groups, write the frames: over every core |
 //! | ARCX extract | decompress 1 MiB groups (one context per thread), SHA-256 and create each file: over every core |
 //! | ARCX get one file | a process of its own (`src/bin/arcx_get_floor.rs`, std and zstd only): read the footer and the manifest, decompress the manifest, read and decompress the file's block, write the file, told where each is |
@@ -36,14 +36,24 @@ pub fn with_threads<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) ->
 }
 
 /// Every tar header of `shards`, read in 1 MiB chunks and checksummed, on
-/// `threads` threads (a shard per task). Returns the number of headers.
-pub fn tar_headers(shards: &[PathBuf], threads: usize) -> Result<u64, String> {
-    with_threads(threads, || {
+/// `threads` threads (a shard per task); then a row per header written to
+/// `out` the way an index is (a temporary file beside it, renamed over
+/// it). The write is serial and in every indexer's run, so it is what keeps
+/// two threads from indexing twice as fast as one. Returns the number of
+/// headers.
+pub fn tar_headers(shards: &[PathBuf], threads: usize, out: &Path) -> Result<u64, String> {
+    let headers = with_threads(threads, || {
         shards
             .par_iter()
             .map(|shard| tar_headers_of(shard))
             .try_reduce(|| 0, |a, b| Ok(a + b))
-    })?
+    })??;
+    let rows = usize::try_from(headers).map_err(|e| e.to_string())?;
+    let temp = out.with_extension("partial");
+    fs::write(&temp, vec![0u8; rows * usize::from(binfmt_taridx::format::ROW_SIZE)])
+        .map_err(io(&temp))?;
+    fs::rename(&temp, out).map_err(io(out))?;
+    Ok(headers)
 }
 
 fn tar_headers_of(path: &Path) -> Result<u64, String> {
