@@ -23,6 +23,11 @@ use crate::manifest::BlockRecord;
 /// zstd's own levels 1–19 stay within 2^23.
 const MAX_WINDOW_LOG: u32 = 25;
 
+/// The largest decompression context kept for the next use: a fresh one
+/// (tables and a literal buffer) takes a small part of this; one that
+/// decoded a frame in pieces holds that frame's window besides.
+const MAX_KEPT_CONTEXT: usize = 1 << 20;
+
 /// How many decoded shared blocks the cache keeps. Readers going through
 /// files in order need one; a few more serve threads reading side by side.
 const CACHED_BLOCKS: usize = 4;
@@ -96,25 +101,16 @@ pub(crate) fn decode<'a, S: Source + ?Sized>(
     }
 }
 
-/// One zstd frame into exactly `size` bytes, with a decompression context
-/// kept per thread.
+/// One zstd frame into exactly `size` bytes, with the thread's
+/// decompression context ([`with_context`]).
 fn decompress(id: u32, stored: &[u8], size: usize) -> Result<Vec<u8>> {
-    thread_local! {
-        static CONTEXT: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
-    }
     let mut out = Vec::with_capacity(size);
-    CONTEXT
-        .with(|cell| {
-            let mut cell = cell.borrow_mut();
-            if cell.is_none() {
-                *cell = Some(zstd::bulk::Decompressor::new()?);
-            }
-            match cell.as_mut() {
-                Some(context) => context.decompress_to_buffer(stored, &mut out),
-                None => Err(io::Error::other("no zstd context")),
-            }
-        })
-        .map_err(|error| data_error(id, format!("zstd: {error}")))?;
+    with_context(|context| {
+        context
+            .decompress(&mut out, stored)
+            .map_err(|code| io::Error::other(zstd::zstd_safe::get_error_name(code)))
+    })
+    .map_err(|error| data_error(id, format!("zstd: {error}")))?;
     if out.len() != size {
         return Err(data_error(
             id,
@@ -125,6 +121,37 @@ fn decompress(id: u32, stored: &[u8], size: usize) -> Result<Vec<u8>> {
         ));
     }
     Ok(out)
+}
+
+/// Runs `work` with a zstd decompression context kept per thread, so the
+/// manifest and the blocks a thread reads share one (its tables and
+/// buffers set up once). The context is reset before `work`, so a frame a
+/// previous use left unfinished is never continued; one that grew stream
+/// buffers (a frame decoded in pieces) is dropped afterwards, so a thread
+/// does not hold that memory.
+pub(crate) fn with_context<T>(
+    work: impl FnOnce(&mut zstd::zstd_safe::DCtx<'static>) -> io::Result<T>,
+) -> io::Result<T> {
+    thread_local! {
+        static CONTEXT: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
+    }
+    CONTEXT.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(zstd::zstd_safe::DCtx::try_create().ok_or(io::ErrorKind::OutOfMemory)?);
+        }
+        let context = cell
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no zstd context"))?;
+        context
+            .reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+            .map_err(|code| io::Error::other(zstd::zstd_safe::get_error_name(code)))?;
+        let done = work(context);
+        if context.sizeof() > MAX_KEPT_CONTEXT {
+            *cell = None;
+        }
+        done
+    })
 }
 
 /// A few decoded shared blocks, most recently used first.

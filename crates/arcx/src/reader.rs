@@ -26,6 +26,7 @@ use crate::format::{
 };
 use crate::lookup;
 use crate::manifest::{ChunkRecord, FileEntry, Manifest};
+use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
 
 /// Bounds a reader enforces against hostile archives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,10 +171,18 @@ impl Archive<FileSource> {
 /// in one pass, with no window buffer and no copy (a frame whose content is
 /// not its stated size is refused by zstd either way).
 fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
-    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
+    block::with_context(|context| decompress_bounded_with(context, stored, limit))
+}
+
+/// [`decompress_bounded`] with a decompression context in its initial
+/// state.
+fn decompress_bounded_with(
+    context: &mut DCtx<'_>,
+    stored: &[u8],
+    limit: u64,
+) -> io::Result<Vec<u8>> {
     let zstd_error = |code| io::Error::other(zstd::zstd_safe::get_error_name(code));
     let cap = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut context = DCtx::try_create().ok_or(io::ErrorKind::OutOfMemory)?;
     let mut input = InBuffer::around(stored);
     let mut out = Vec::new();
     let mut room = stored
