@@ -53,6 +53,51 @@ pub fn zigzag_decode(value: u64) -> i64 {
 /// offset `offset` (for error messages). Returns the value and the number of
 /// bytes it used.
 pub fn decode_u64(bytes: &[u8], offset: u64) -> Result<(u64, usize)> {
+    match decode_u64_words(bytes) {
+        Some(decoded) => Ok(decoded),
+        None => decode_u64_bytewise(bytes, offset),
+    }
+}
+
+/// [`decode_u64`] from eight bytes read at once, for a varint that is
+/// complete and valid with eight bytes present (nine or ten: with those
+/// present too); `None` otherwise, for the byte-by-byte decoder to decode
+/// or refuse.
+#[inline]
+fn decode_u64_words(bytes: &[u8]) -> Option<(u64, usize)> {
+    const CONTINUATIONS: u64 = 0x8080_8080_8080_8080;
+    let word = u64::from_le_bytes(*bytes.first_chunk::<8>()?);
+    let ends = !word & CONTINUATIONS;
+    if ends != 0 {
+        // The first byte without its continuation bit ends the varint.
+        let len = (ends.trailing_zeros() / 8 + 1) as usize;
+        let kept = word & (u64::MAX >> (64 - 8 * len));
+        return Some((gather(kept), len));
+    }
+    let low = gather(word);
+    match (bytes.get(8).copied()?, bytes.get(9).copied()) {
+        (ninth, _) if ninth < 0x80 => Some((low | u64::from(ninth) << 56, 9)),
+        // The tenth byte carries bit 63 only.
+        (ninth, Some(tenth)) if tenth <= 1 => Some((
+            low | u64::from(ninth & 0x7f) << 56 | u64::from(tenth) << 63,
+            10,
+        )),
+        _ => None,
+    }
+}
+
+/// The 7-bit payloads of eight varint bytes (a little-endian word), side
+/// by side.
+#[inline]
+fn gather(word: u64) -> u64 {
+    let word = word & 0x7f7f_7f7f_7f7f_7f7f;
+    let word = (word & 0x007f_007f_007f_007f) | (word & 0x7f00_7f00_7f00_7f00) >> 1;
+    let word = (word & 0x0000_3fff_0000_3fff) | (word & 0x3fff_0000_3fff_0000) >> 2;
+    (word & 0x0000_0000_0fff_ffff) | (word & 0x0fff_ffff_0000_0000) >> 4
+}
+
+/// [`decode_u64`] a byte at a time.
+fn decode_u64_bytewise(bytes: &[u8], offset: u64) -> Result<(u64, usize)> {
     let mut value = 0u64;
     for (index, &byte) in bytes.iter().take(MAX_LEN).enumerate() {
         let payload = u64::from(byte & 0x7f);
@@ -178,6 +223,16 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn words_decode_as_bytes_do(bytes in proptest::collection::vec(prop_oneof![Just(0x80u8), Just(0xffu8), Just(0u8), Just(1u8), Just(2u8), any::<u8>()], 0..14)) {
+            let bytewise = decode_u64_bytewise(&bytes, 3);
+            match decode_u64_words(&bytes) {
+                Some(decoded) => prop_assert_eq!(bytewise.as_ref().ok(), Some(&decoded)),
+                None => prop_assert!(bytewise.is_err() || bytes.len() < 8),
+            }
+            prop_assert_eq!(format!("{:?}", decode_u64(&bytes, 3)), format!("{bytewise:?}"));
+        }
+
         #[test]
         fn unsigned_round_trip(value: u64, tail in proptest::collection::vec(any::<u8>(), 0..4)) {
             let mut bytes = encoded(value);
