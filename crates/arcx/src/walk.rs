@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use crate::error::{ArcxError, Result};
 use crate::manifest::{Attributes, FileKind};
-use crate::writer::{PackOptions, PackSummary, Packer, read_small};
+use crate::writer::{PackOptions, PackSummary, Packer, SmallFile, read_small};
 
 /// Something a directory walk did not store, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,90 +76,116 @@ fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
     }
 }
 
+/// What one directory entry is to the walk.
+enum Item {
+    Found(Found),
+    Skipped(Skipped),
+    Directory(Walk),
+}
+
+/// The tree under `dir`, in archive order: each directory's entries sorted
+/// by name and a subdirectory's walk in its place, which is the order of
+/// paths compared component by component. Subdirectories are walked in
+/// parallel.
 fn walk(dir: &Path, skip: Option<&fs::Metadata>) -> Result<Walk> {
+    let mut walk = walk_directory(String::new(), dir, skip)?;
+    walk.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(walk)
+}
+
+fn walk_directory(prefix: String, directory: &Path, skip: Option<&fs::Metadata>) -> Result<Walk> {
+    let io = |error| ArcxError::Core(binfmt_core::Error::io(directory, error));
+    let mut entries: Vec<fs::DirEntry> = fs::read_dir(directory)
+        .map_err(io)?
+        .collect::<std::io::Result<_>>()
+        .map_err(io)?;
     let mut walk = Walk::default();
-    let mut stack = vec![(String::new(), dir.to_path_buf())];
-    while let Some((prefix, directory)) = stack.pop() {
-        let io = |error| ArcxError::Core(binfmt_core::Error::io(&directory, error));
-        let entries: Vec<fs::DirEntry> = fs::read_dir(&directory)
-            .map_err(io)?
-            .collect::<std::io::Result<_>>()
-            .map_err(io)?;
-        if entries.is_empty() && !prefix.is_empty() {
-            let metadata = fs::symlink_metadata(&directory).map_err(io)?;
-            walk.found.push(Found {
-                inner: prefix.clone(),
-                path: directory.clone(),
-                attributes: attributes(FileKind::Directory, &metadata),
-                size: 0,
-            });
-        }
-        for entry in entries {
-            let path = entry.path();
-            let metadata = entry
-                .metadata()
-                .map_err(|error| ArcxError::Core(binfmt_core::Error::io(&path, error)))?;
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                walk.skipped.push(Skipped {
-                    path,
-                    why: "name is not UTF-8",
-                });
-                continue;
-            };
-            if name.contains('\\') {
-                walk.skipped.push(Skipped {
-                    path,
-                    why: "backslash in the name",
-                });
-                continue;
-            }
-            let inner = if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
-            };
-            let file_type = metadata.file_type();
-            if file_type.is_symlink() {
-                let target = fs::read_link(&path)
-                    .map_err(|error| ArcxError::Core(binfmt_core::Error::io(&path, error)))?;
-                match target.to_str() {
-                    Some(target) => walk.found.push(Found {
-                        inner,
-                        path,
-                        attributes: attributes(FileKind::Symlink, &metadata),
-                        size: target.len() as u64,
-                    }),
-                    None => walk.skipped.push(Skipped {
-                        path,
-                        why: "symlink target is not UTF-8",
-                    }),
-                }
-            } else if file_type.is_dir() {
-                stack.push((inner, path));
-            } else if !file_type.is_file() {
-                walk.skipped.push(Skipped {
-                    path,
-                    why: "not a regular file, directory or symlink",
-                });
-            } else if skip.is_some_and(|skip| same_file(skip, &metadata)) {
-                walk.skipped.push(Skipped {
-                    path,
-                    why: "the archive being written",
-                });
-            } else {
-                walk.found.push(Found {
-                    inner,
-                    path,
-                    attributes: attributes(FileKind::File, &metadata),
-                    size: metadata.len(),
-                });
+    if entries.is_empty() && !prefix.is_empty() {
+        let metadata = fs::symlink_metadata(directory).map_err(io)?;
+        walk.found.push(Found {
+            inner: prefix,
+            path: directory.to_path_buf(),
+            attributes: attributes(FileKind::Directory, &metadata),
+            size: 0,
+        });
+        return Ok(walk);
+    }
+    entries.sort_by_key(fs::DirEntry::file_name);
+    let items = entries
+        .par_iter()
+        .map(|entry| walk_entry(&prefix, entry, skip))
+        .collect::<Result<Vec<_>>>()?;
+    for item in items {
+        match item {
+            Item::Found(found) => walk.found.push(found),
+            Item::Skipped(skipped) => walk.skipped.push(skipped),
+            Item::Directory(mut below) => {
+                walk.found.append(&mut below.found);
+                walk.skipped.append(&mut below.skipped);
             }
         }
     }
-    walk.found
-        .sort_by(|a, b| a.inner.split('/').cmp(b.inner.split('/')));
-    walk.skipped.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(walk)
+}
+
+fn walk_entry(prefix: &str, entry: &fs::DirEntry, skip: Option<&fs::Metadata>) -> Result<Item> {
+    let path = entry.path();
+    let metadata = entry
+        .metadata()
+        .map_err(|error| ArcxError::Core(binfmt_core::Error::io(&path, error)))?;
+    let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+        return Ok(Item::Skipped(Skipped {
+            path,
+            why: "name is not UTF-8",
+        }));
+    };
+    if name.contains('\\') {
+        return Ok(Item::Skipped(Skipped {
+            path,
+            why: "backslash in the name",
+        }));
+    }
+    let inner = if prefix.is_empty() {
+        name
+    } else {
+        format!("{prefix}/{name}")
+    };
+    let file_type = metadata.file_type();
+    Ok(if file_type.is_symlink() {
+        let target = fs::read_link(&path)
+            .map_err(|error| ArcxError::Core(binfmt_core::Error::io(&path, error)))?;
+        match target.to_str() {
+            Some(target) => Item::Found(Found {
+                inner,
+                path,
+                attributes: attributes(FileKind::Symlink, &metadata),
+                size: target.len() as u64,
+            }),
+            None => Item::Skipped(Skipped {
+                path,
+                why: "symlink target is not UTF-8",
+            }),
+        }
+    } else if file_type.is_dir() {
+        Item::Directory(walk_directory(inner, &path, skip)?)
+    } else if !file_type.is_file() {
+        Item::Skipped(Skipped {
+            path,
+            why: "not a regular file, directory or symlink",
+        })
+    } else if skip.is_some_and(|skip| same_file(skip, &metadata)) {
+        Item::Skipped(Skipped {
+            path,
+            why: "the archive being written",
+        })
+    } else {
+        Item::Found(Found {
+            inner,
+            path,
+            attributes: attributes(FileKind::File, &metadata),
+            size: metadata.len(),
+        })
+    })
 }
 
 /// What [`pack_dir`] reports as it goes.
@@ -198,12 +224,6 @@ pub fn pack_dir(
     mut progress: impl FnMut(PackProgress),
 ) -> Result<PackSummary> {
     let (dir, destination) = (dir.as_ref(), destination.as_ref());
-    let existing = fs::metadata(destination).ok();
-    let walk = walk(dir, existing.as_ref())?;
-    progress(PackProgress::Started {
-        entries: walk.found.len() as u64,
-        bytes: walk.found.iter().map(|found| found.size).sum(),
-    });
     let block_size = options.block_size;
     let pool = match options.jobs {
         Some(jobs) => Some(
@@ -216,19 +236,39 @@ pub fn pack_dir(
         ),
         None => None,
     };
+    let existing = fs::metadata(destination).ok();
+    let walk = match &pool {
+        Some(pool) => pool.install(|| walk(dir, existing.as_ref())),
+        None => walk(dir, existing.as_ref()),
+    }?;
+    progress(PackProgress::Started {
+        entries: walk.found.len() as u64,
+        bytes: walk.found.iter().map(|found| found.size).sum(),
+    });
     let mut packer = Packer::new(AtomicFile::create(destination)?, options)?;
     // Small files are read and hashed on every core a window ahead of the
-    // packer, which only copies them into shared blocks; large files,
-    // symlinks and directories go through the packer one by one.
-    let mut rest = walk.found.as_slice();
-    while let Some(first) = rest.first() {
-        let small =
-            |found: &Found| found.attributes.kind == FileKind::File && packer.is_small(found.size);
-        let window = rest
+    // packer, which only copies them into shared blocks (while the next
+    // window is read); large files, symlinks and directories go through
+    // the packer one by one.
+    let small_window = |packer: &Packer<AtomicFile>, found: &[Found]| {
+        found
             .iter()
             .take(READ_AHEAD_FILES)
-            .take_while(|found| small(found))
-            .count();
+            .take_while(|found| {
+                found.attributes.kind == FileKind::File && packer.is_small(found.size)
+            })
+            .count()
+    };
+    let read_window = |window: &[Found]| {
+        window
+            .par_iter()
+            .map(|found| read_small(&found.path, found.size, block_size))
+            .collect::<Vec<_>>()
+    };
+    let mut rest = walk.found.as_slice();
+    let mut read_ahead = None;
+    while let Some(first) = rest.first() {
+        let window = small_window(&packer, rest);
         if window == 0 {
             add_one(&mut packer, first)?;
             progress(PackProgress::Stored(first.size));
@@ -236,30 +276,61 @@ pub fn pack_dir(
             continue;
         }
         let (batch, after) = rest.split_at(window);
-        let read = || {
-            batch
-                .par_iter()
-                .map(|found| read_small(&found.path, block_size))
-                .collect::<Vec<_>>()
+        let read = match read_ahead.take() {
+            Some(read) => read,
+            None => match &pool {
+                Some(pool) => pool.install(|| read_window(batch)),
+                None => read_window(batch),
+            },
         };
-        let read = match &pool {
-            Some(pool) => pool.install(read),
-            None => read(),
-        };
-        for (found, small) in batch.iter().zip(read) {
-            match small? {
-                Some(small) => {
-                    packer.add_small(&found.inner, found.attributes, &small)?;
-                }
-                None => add_one(&mut packer, found)?,
+        let next = after
+            .get(..small_window(&packer, after))
+            .unwrap_or_default();
+        let mut next_read = None;
+        in_place_scope(pool.as_ref(), |scope| {
+            if !next.is_empty() {
+                scope.spawn(|_| next_read = Some(read_window(next)));
             }
-            progress(PackProgress::Stored(found.size));
-        }
+            copy_window(&mut packer, batch, read, &mut progress)
+        })?;
+        read_ahead = next_read;
         rest = after;
     }
     let mut summary = packer.commit()?;
     summary.skipped = walk.skipped;
     Ok(summary)
+}
+
+/// Runs `op` on this thread in a scope whose tasks run on `pool` (the
+/// global pool when `None`).
+fn in_place_scope<'scope, R>(
+    pool: Option<&rayon::ThreadPool>,
+    op: impl FnOnce(&rayon::Scope<'scope>) -> R,
+) -> R {
+    match pool {
+        Some(pool) => pool.in_place_scope(op),
+        None => rayon::in_place_scope(op),
+    }
+}
+
+/// Adds a window of small files read ahead (or, grown since listed,
+/// streamed now).
+fn copy_window<W: std::io::Write + std::io::Seek + Send + 'static>(
+    packer: &mut Packer<W>,
+    window: &[Found],
+    read: Vec<Result<Option<SmallFile>>>,
+    progress: &mut impl FnMut(PackProgress),
+) -> Result<()> {
+    for (found, small) in window.iter().zip(read) {
+        match small? {
+            Some(small) => {
+                packer.add_small(&found.inner, found.attributes, &small)?;
+            }
+            None => add_one(packer, found)?,
+        }
+        progress(PackProgress::Stored(found.size));
+    }
+    Ok(())
 }
 
 /// Small files read ahead of the packer at once.

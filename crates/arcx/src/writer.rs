@@ -9,12 +9,14 @@
 //! compressed in parallel a batch at a time and written in order, so the
 //! archive is the same for any thread count. A block that does not shrink
 //! is stored. Nothing depends on the clock: the creation timestamp is 0.
+//! Block buffers, read and compressed, go back to a bounded pool of spares
+//! once written, so a long pack does not fault in fresh memory per block.
 
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::io::{IoSlice, Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 
 use binfmt_core::AtomicFile;
@@ -100,6 +102,42 @@ const MANIFEST_LEVEL: i32 = 9;
 /// Blocks a batch holds before it is compressed, per compressing thread.
 const BATCH_PER_THREAD: usize = 4;
 
+/// Spare block buffers: handed back by the block writer once a block is
+/// written, taken by the packer for the next block and by the compressors
+/// for their output. At most `limit` are kept.
+#[derive(Debug, Clone)]
+struct Spares {
+    buffers: Arc<Mutex<Vec<Vec<u8>>>>,
+    limit: usize,
+}
+
+impl Spares {
+    fn new(limit: usize) -> Self {
+        Self {
+            buffers: Arc::new(Mutex::new(Vec::new())),
+            limit,
+        }
+    }
+
+    /// An empty buffer, with the capacity of a spare when there is one.
+    fn take(&self) -> Vec<u8> {
+        let spare = self
+            .buffers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        spare.unwrap_or_default()
+    }
+
+    fn give(&self, mut buffer: Vec<u8>) {
+        buffer.clear();
+        let mut buffers = self.buffers.lock().unwrap_or_else(PoisonError::into_inner);
+        if buffers.len() < self.limit && buffer.capacity() > 0 {
+            buffers.push(buffer);
+        }
+    }
+}
+
 /// What the block writer hands back: the output, the blocks it wrote, and
 /// where the data region ends.
 #[derive(Debug)]
@@ -119,6 +157,7 @@ struct BlockWriter<W> {
     batch: Vec<Vec<u8>>,
     batch_len: usize,
     sent: u64,
+    spares: Spares,
 }
 
 impl<W: Write + Send + 'static> BlockWriter<W> {
@@ -141,17 +180,23 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
             rayon::current_num_threads,
             rayon::ThreadPool::current_num_threads,
         );
+        let batch_len = (BATCH_PER_THREAD * threads).max(8);
+        // A batch being filled, one queued, one being compressed: each
+        // block's input and output.
+        let spares = Spares::new(6 * batch_len);
         let (sender, receiver) = mpsc::sync_channel::<Vec<Vec<u8>>>(1);
+        let writer_spares = spares.clone();
         let thread = thread::Builder::new()
             .name("arcx-block-writer".into())
-            .spawn(move || write_blocks(out, receiver, level, pool))
+            .spawn(move || write_blocks(out, receiver, level, pool, writer_spares))
             .map_err(|error| binfmt_core::Error::io("arcx block writer thread", error))?;
         Ok(Self {
             sender: Some(sender),
             thread: Some(thread),
             batch: Vec::new(),
-            batch_len: (BATCH_PER_THREAD * threads).max(8),
+            batch_len,
             sent: 0,
+            spares,
         })
     }
 
@@ -216,6 +261,7 @@ fn write_blocks<W: Write>(
     batches: mpsc::Receiver<Vec<Vec<u8>>>,
     level: i32,
     pool: Option<rayon::ThreadPool>,
+    spares: Spares,
 ) -> Result<Written<W>> {
     let io = |error| ArcxError::Core(binfmt_core::Error::io("archive output", error));
     let mut blocks = Vec::new();
@@ -224,7 +270,7 @@ fn write_blocks<W: Write>(
         let compress = || {
             batch
                 .into_par_iter()
-                .map(|data| compress_block(data, level))
+                .map(|data| compress_block(data, level, &spares))
                 .collect::<std::io::Result<Vec<_>>>()
         };
         let stored = match &pool {
@@ -253,6 +299,7 @@ fn write_blocks<W: Write>(
                 checksum: crc32(&bytes),
             });
             offset += 4 + u64::from(stored_size);
+            spares.give(bytes);
         }
     }
     Ok(Written {
@@ -264,25 +311,33 @@ fn write_blocks<W: Write>(
 
 /// A block's stored form: zstd when that is smaller, the bytes themselves
 /// otherwise; with its decompressed size. Each thread keeps one zstd
-/// context.
-fn compress_block(data: Vec<u8>, level: i32) -> std::io::Result<(Codec, Vec<u8>, u32)> {
+/// context; the buffer not kept goes back to `spares`.
+fn compress_block(
+    data: Vec<u8>,
+    level: i32,
+    spares: &Spares,
+) -> std::io::Result<(Codec, Vec<u8>, u32)> {
     thread_local! {
         static COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
     }
     let size = u32::try_from(data.len()).map_err(std::io::Error::other)?;
-    let compressed = COMPRESSOR.with(|cell| {
+    let mut compressed = spares.take();
+    compressed.reserve(zstd::zstd_safe::compress_bound(data.len()));
+    COMPRESSOR.with(|cell| {
         let mut cell = cell.borrow_mut();
         if cell.as_ref().is_none_or(|(cached, _)| *cached != level) {
             *cell = Some((level, zstd::bulk::Compressor::new(level)?));
         }
         match cell.as_mut() {
-            Some((_, compressor)) => compressor.compress(&data),
+            Some((_, compressor)) => compressor.compress_to_buffer(&data, &mut compressed),
             None => Err(std::io::Error::other("no zstd context")),
         }
     })?;
     Ok(if compressed.len() < data.len() {
+        spares.give(data);
         (Codec::Zstd, compressed, size)
     } else {
+        spares.give(compressed);
         (Codec::Store, data, size)
     })
 }
@@ -381,11 +436,14 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
         self.check_new_path(path)?;
         let block_size = self.options.block_size;
         let input = |error| ArcxError::Core(binfmt_core::Error::io(path, error));
-        let piece = read_piece(data, block_size).map_err(input)?;
+        let mut piece = self.blocks.spares.take();
+        read_piece_into(data, block_size, &mut piece).map_err(input)?;
         if piece.len() < block_size {
             // The whole file fits in less than a block: share a block.
             let sha256 = Sha256::digest(&piece).into();
-            return self.push_small(path, attributes, &piece, sha256);
+            let added = self.push_small(path, attributes, &piece, sha256);
+            self.blocks.spares.give(piece);
+            return added;
         }
         self.push_large(path, attributes, piece, data)
     }
@@ -454,8 +512,7 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
         let (block_size, chunk_size) = (self.options.block_size, self.options.chunk_size);
         let mut hasher = Sha256::new();
         let mut size = 0u64;
-        let mut rest = read_piece(data, chunk_size - block_size).map_err(input)?;
-        piece.append(&mut rest);
+        read_piece_into(data, chunk_size - block_size, &mut piece).map_err(input)?;
         while !piece.is_empty() {
             hasher.update(&piece);
             let block = u32::try_from(self.blocks.next_id())
@@ -468,7 +525,8 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
             })?;
             size += piece.len() as u64;
             self.blocks.push(piece)?;
-            piece = read_piece(data, chunk_size).map_err(input)?;
+            piece = self.blocks.spares.take();
+            read_piece_into(data, chunk_size, &mut piece).map_err(input)?;
         }
         let last_chunk = self.manifest.chunk_count();
         self.manifest
@@ -529,7 +587,7 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
             self.manifest.set_block(chunk, id);
         }
         self.small_chunks.clear();
-        let data = std::mem::take(&mut self.small);
+        let data = std::mem::replace(&mut self.small, self.blocks.spares.take());
         self.blocks.push(data)
     }
 
@@ -633,11 +691,18 @@ pub(crate) struct SmallFile {
 
 /// Reads and hashes the file at `path` when it holds fewer than
 /// `block_size` bytes (`None` when it has grown since it was listed: the
-/// packer then streams it).
-pub(crate) fn read_small(path: &std::path::Path, block_size: usize) -> Result<Option<SmallFile>> {
+/// packer then streams it). `listed` is its size when listed, room made
+/// for up front.
+pub(crate) fn read_small(
+    path: &std::path::Path,
+    listed: u64,
+    block_size: usize,
+) -> Result<Option<SmallFile>> {
     let source = binfmt_core::FileSource::open(path)?;
     let mut file = source.file();
-    let data = read_piece(&mut file, block_size)
+    let room = usize::try_from(listed).map_or(block_size, |listed| listed.min(block_size));
+    let mut data = Vec::with_capacity(room);
+    read_rest_into(&mut file, block_size, &mut data)
         .map_err(|error| ArcxError::Core(binfmt_core::Error::io(path, error)))?;
     if data.len() >= block_size {
         return Ok(None);
@@ -646,11 +711,18 @@ pub(crate) fn read_small(path: &std::path::Path, block_size: usize) -> Result<Op
     Ok(Some(SmallFile { data, sha256 }))
 }
 
-/// Up to `len` bytes from `data` (fewer only at its end).
-fn read_piece(data: &mut impl Read, len: usize) -> std::io::Result<Vec<u8>> {
-    let mut piece = Vec::with_capacity(len.min(1 << 20));
-    data.take(len as u64).read_to_end(&mut piece)?;
-    Ok(piece)
+/// Up to `len` more bytes from `data` (fewer only at its end), appended
+/// to `piece`, with room for them made first (at most 1 MiB up front).
+fn read_piece_into(data: &mut impl Read, len: usize, piece: &mut Vec<u8>) -> std::io::Result<()> {
+    piece.reserve(len.min(1 << 20));
+    read_rest_into(data, len, piece)
+}
+
+/// Up to `len` more bytes from `data` appended to `piece`, growing it only
+/// as they come.
+fn read_rest_into(data: &mut impl Read, len: usize, piece: &mut Vec<u8>) -> std::io::Result<()> {
+    data.take(len as u64).read_to_end(piece)?;
+    Ok(())
 }
 
 /// What packing did.
