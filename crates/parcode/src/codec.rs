@@ -239,9 +239,76 @@ impl<'de> Deserializer<'de> for Probe<'_> {
     }
 }
 
-/// Moves past `count` values of type `kind` at the start of `bytes` with
-/// bincode's own decoders (the bytes serde would read for them, checked
-/// alike); returns the bytes used. The chunk at `offset` is named in errors.
+impl Plain {
+    /// The most bytes bincode (standard configuration) encodes one value of
+    /// this kind in: a tag byte and the widest integer the kind's decoder
+    /// accepts after it, or the fixed size.
+    pub(crate) const fn max_len(self) -> usize {
+        match self {
+            Self::Bool | Self::U8 | Self::I8 => 1,
+            Self::U16 | Self::I16 => 3,
+            Self::F32 => 4,
+            Self::U32 | Self::I32 => 5,
+            Self::F64 => 8,
+            Self::U64 | Self::I64 => 9,
+            Self::U128 | Self::I128 => 17,
+        }
+    }
+
+    /// The bytes `count` values at the start of `bytes` take, found from
+    /// their tag bytes alone, when every tag is one this kind's decoder
+    /// accepts and the values lie within `bytes` (then decoding them
+    /// succeeds); `None` otherwise, and for booleans, whose byte must be
+    /// checked.
+    fn skipped_len(self, bytes: &[u8], count: usize) -> Option<usize> {
+        // The widest tag the kind's varint decoder accepts (251: u16,
+        // 252: u32, 253: u64, 254: u128); below 251 the tag is the value.
+        let widest = match self {
+            Self::Bool => return None,
+            Self::U8 | Self::I8 => return Some(count).filter(|&n| n <= bytes.len()),
+            Self::F32 => return count.checked_mul(4).filter(|&n| n <= bytes.len()),
+            Self::F64 => return count.checked_mul(8).filter(|&n| n <= bytes.len()),
+            Self::U16 | Self::I16 => 251,
+            Self::U32 | Self::I32 => 252,
+            Self::U64 | Self::I64 => 253,
+            Self::U128 | Self::I128 => 254,
+        };
+        let len_of = |tag: u8| match tag {
+            0..=250 => Some(1),
+            251 => Some(3),
+            252 if widest >= 252 => Some(5),
+            253 if widest >= 253 => Some(9),
+            254 if widest >= 254 => Some(17),
+            _ => None,
+        };
+        let (mut at, mut left) = (0usize, count);
+        while left > 0 {
+            let len = len_of(*bytes.get(at)?)?;
+            at += len;
+            left -= 1;
+            // Values of one size usually follow one another: eight tags at
+            // once (loads that do not wait on one another), while all eight
+            // say that size.
+            while left >= 8
+                && (0..8).all(|k| {
+                    bytes
+                        .get(at + k * len)
+                        .is_some_and(|&tag| len_of(tag) == Some(len))
+                })
+            {
+                at += 8 * len;
+                left -= 8;
+            }
+        }
+        (at <= bytes.len()).then_some(at)
+    }
+}
+
+/// Moves past `count` values of type `kind` at the start of `bytes`: the
+/// bytes serde would read for them, checked alike (each value's tag read,
+/// the last within the bytes; a failure is reported by bincode's own
+/// decoders, which are run again to name it); returns the bytes used. The
+/// chunk at `offset` is named in errors.
 pub(crate) fn skip_plain(
     kind: Plain,
     bytes: &[u8],
@@ -249,6 +316,9 @@ pub(crate) fn skip_plain(
     offset: u64,
     what: &'static str,
 ) -> Result<usize> {
+    if let Some(used) = kind.skipped_len(bytes, count) {
+        return Ok(used);
+    }
     match kind {
         Plain::Bool => decode_plain::<bool>(bytes, count, offset, what, drop),
         Plain::U8 => decode_plain::<u8>(bytes, count, offset, what, drop),
@@ -329,6 +399,47 @@ mod tests {
         // Past the end, and a tag a u16 cannot have, are errors.
         assert!(skip_plain(Plain::I64, &bytes[prefix..], 7, 0, "x").is_err());
         assert!(skip_plain(Plain::U16, &[253, 0, 0, 0, 0, 0, 0, 0, 0], 1, 0, "x").is_err());
+    }
+
+    #[test]
+    fn tag_skipping_agrees_with_bincode_on_any_bytes() {
+        use Plain::*;
+        // Bytes biased towards tags, every kind, every count up to the end.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..state % 40)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    let byte = (state >> 56) as u8;
+                    if byte % 3 == 0 { 250 + byte % 6 } else { byte }
+                })
+                .collect();
+            for kind in [U8, U16, U32, U64, U128, I8, I16, I32, I64, I128, F32, F64] {
+                for count in 0..=bytes.len() + 1 {
+                    let slow = match kind {
+                        U8 => decode_plain::<u8>(&bytes, count, 0, "x", drop),
+                        U16 => decode_plain::<u16>(&bytes, count, 0, "x", drop),
+                        U32 => decode_plain::<u32>(&bytes, count, 0, "x", drop),
+                        U64 => decode_plain::<u64>(&bytes, count, 0, "x", drop),
+                        U128 => decode_plain::<u128>(&bytes, count, 0, "x", drop),
+                        I8 => decode_plain::<i8>(&bytes, count, 0, "x", drop),
+                        I16 => decode_plain::<i16>(&bytes, count, 0, "x", drop),
+                        I32 => decode_plain::<i32>(&bytes, count, 0, "x", drop),
+                        I64 => decode_plain::<i64>(&bytes, count, 0, "x", drop),
+                        I128 => decode_plain::<i128>(&bytes, count, 0, "x", drop),
+                        F32 => decode_plain::<f32>(&bytes, count, 0, "x", drop),
+                        _ => decode_plain::<f64>(&bytes, count, 0, "x", drop),
+                    };
+                    assert_eq!(
+                        kind.skipped_len(&bytes, count),
+                        slow.ok(),
+                        "{kind:?} {count} {bytes:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

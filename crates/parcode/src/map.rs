@@ -449,7 +449,12 @@ where
     /// stored as is outside memory). Entries are checked as they are read
     /// ([`Bucket::span`]): a load reads, and checks, every one.
     fn bucket(&self, index: u32, whole: bool) -> Result<Bucket<'a>> {
-        Bucket::open(self.container.child(index)?, index, self.buckets, whole)
+        let chunk = if whole {
+            self.container.child(index)?
+        } else {
+            self.container.leaf_child(index)?
+        };
+        Bucket::open(chunk, index, self.buckets, whole)
     }
 
     /// The bucket that holds `hash`.
@@ -543,7 +548,7 @@ where
         }
         let hash = hash_key(key);
         let index = (hash % u64::from(self.buckets)) as u32;
-        let chunk = self.container.child(index)?;
+        let chunk = self.container.leaf_child(index)?;
         let bucket = Bucket::open(chunk.clone(), index, self.buckets, false)?;
         Ok(Self::find_value(&bucket, key, hash)?
             .map(|(entry, value)| (Some((chunk, entry)), value)))
@@ -1141,14 +1146,23 @@ impl<'a> Bucket<'a> {
             .tables
             .get(..self.count as usize * 8)
             .unwrap_or_default();
-        hashes
-            .chunks_exact(8)
-            .enumerate()
-            .filter(move |(_, hash)| {
-                hash.first_chunk::<8>()
+        // Blocks of eight hashes tested at once (compares the compiler
+        // vectorizes); the few blocks with a match, and the rest, one by one.
+        let blocks = hashes.chunks_exact(64);
+        let rest = blocks.remainder();
+        let rest_first = (hashes.len() / 64 * 8) as u32;
+        let hit = move |block: &[u8; 64]| {
+            block.chunks_exact(8).fold(false, |hit, hash| {
+                hit | hash
+                    .first_chunk::<8>()
                     .is_some_and(|hash| u64::from_le_bytes(*hash) == target)
             })
-            .map(|(entry, _)| entry as u32)
+        };
+        blocks
+            .enumerate()
+            .filter(move |(_, block)| block.first_chunk::<64>().is_some_and(hit))
+            .flat_map(move |(block, bytes)| entries_with_hash(bytes, block as u32 * 8, target))
+            .chain(entries_with_hash(rest, rest_first, target))
     }
 
     /// Checks a decoded key against its stored hash.
@@ -1272,6 +1286,19 @@ impl<'a> Bucket<'a> {
             }
         })
     }
+}
+
+/// The entries (numbered from `first`) of the hash table `hashes` whose
+/// hash is `target`.
+fn entries_with_hash(hashes: &[u8], first: u32, target: u64) -> impl Iterator<Item = u32> + '_ {
+    hashes
+        .chunks_exact(8)
+        .enumerate()
+        .filter(move |(_, hash)| {
+            hash.first_chunk::<8>()
+                .is_some_and(|hash| u64::from_le_bytes(*hash) == target)
+        })
+        .map(move |(at, _)| first + at as u32)
 }
 
 /// Decodes a map, remembering the index of the first key seen twice (and

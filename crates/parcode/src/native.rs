@@ -21,7 +21,7 @@ use std::mem::MaybeUninit;
 
 use serde::de::DeserializeOwned;
 
-use crate::codec::decode_plain;
+use crate::codec::{Plain, decode_plain, skip_plain};
 use crate::error::{ParError, ParcodeError};
 use crate::map::LazyMap;
 use crate::reader::Chunk;
@@ -96,6 +96,11 @@ pub trait ParcodeItem: Sized + Send + Sync + 'static {
     #[doc(hidden)]
     const REMOTE_FIELDS: Option<usize> = None;
 
+    /// The most bytes one item takes in a shard, for types whose items
+    /// have a bounded encoding (numbers and booleans); `None` otherwise.
+    #[doc(hidden)]
+    const MAX_ENCODED: Option<usize> = None;
+
     /// Moves the reader past `count` items' plain fields.
     #[doc(hidden)]
     fn skip_many(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
@@ -142,7 +147,7 @@ pub trait ParcodeItem: Sized + Send + Sync + 'static {
 /// The item impls of numbers and booleans: bincode's own decoders, a shard
 /// at a time.
 macro_rules! plain_item {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $kind:ident),*) => {$(
         impl ParcodeItem for $t {
             fn read_from_shard(
                 reader: &mut Cursor<&[u8]>,
@@ -156,12 +161,14 @@ macro_rules! plain_item {
 
             const REMOTE_FIELDS: Option<usize> = Some(0);
 
+            const MAX_ENCODED: Option<usize> = Some(Plain::$kind.max_len());
+
             fn skip_in_shard(reader: &mut Cursor<&[u8]>) -> Result<()> {
                 Self::skip_many(reader, 1)
             }
 
             fn skip_many(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
-                let used = decode_plain::<$t>(rt::remaining(reader), count, reader.position(), stringify!($t), drop)?;
+                let used = skip_plain(Plain::$kind, rt::remaining(reader), count, reader.position(), stringify!($t))?;
                 reader.set_position(reader.position() + used as u64);
                 Ok(())
             }
@@ -195,7 +202,9 @@ macro_rules! plain_item {
 }
 
 plain_item!(
-    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64, bool
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64, u128 => U128, usize => U64,
+    i8 => I8, i16 => I16, i32 => I32, i64 => I64, i128 => I128, isize => I64,
+    f32 => F32, f64 => F64, bool => Bool
 );
 
 impl ParcodeItem for String {
@@ -330,7 +339,14 @@ impl<'a> Chunk<'a> {
     /// chunkable fields when the type says how many it has.
     pub fn get<T: ParcodeItem>(&self, index: usize) -> Result<T> {
         let at = self.locate_item(index)?;
-        let payload = at.shard.payload()?;
+        // Numbers: only the bytes that can hold the count (9) and the items
+        // up to this one are read.
+        let payload = match T::MAX_ENCODED {
+            Some(max) => at
+                .shard
+                .payload_prefix((max as u64).saturating_mul(at.local as u64 + 1) + 9)?,
+            None => at.shard.payload()?,
+        };
         let mut reader = Cursor::new(&*payload);
         rt::check_count(&mut reader, at.expected)?;
         let mut children = skip_items::<T>(&at.shard, &mut reader, at.local)?;
@@ -361,7 +377,7 @@ impl<'a> Chunk<'a> {
         let (chunk, expected) = if plan.inline {
             (self.clone(), plan.len)
         } else {
-            (self.child(shard)?, plan.shard_len(shard))
+            (self.leaf_child(shard)?, plan.shard_len(shard))
         };
         // An item takes at least a byte: an index beyond the shard's
         // bytes is refused before items are skipped one by one.

@@ -9,10 +9,14 @@
 //! ```
 //!
 //! A chunk's trailer (meta byte, child count, child table) is read with one
-//! request: the last [`TAIL_READ`] bytes of the chunk, or the whole chunk when
-//! it is shorter; a child table longer than that takes a second request for
-//! the rest. The payload is read when asked for, reusing whatever part of it
-//! the first request brought. From a source in memory (a map, a `Vec`)
+//! request: the last [`TAIL_READ`] bytes of the chunk (64 for a bucket or a
+//! shard reached for one entry or item, which usually has no children), or
+//! the whole chunk when it is shorter; a child table longer than that takes a second request for
+//! the rest, and for the payload too when that is at most [`TAIL_READ`]
+//! bytes. A child whose end its parent's request already brought (children
+//! are written right before their parent; opening reads the root's end with
+//! the header) is parsed from those bytes. The payload is read when asked
+//! for, reusing whatever part of it the requests brought. From a source in memory (a map, a `Vec`)
 //! nothing is copied: trailers and uncompressed payloads are borrowed.
 //!
 //! A chunk's child count is checked when the chunk is parsed (no more
@@ -48,6 +52,11 @@ use crate::format::{
 /// Bytes read from the end of a chunk to find its trailer: the meta byte,
 /// the child count, and up to 255 child references in one request.
 pub const TAIL_READ: u64 = 4096;
+
+/// Bytes read from the end of a chunk that usually has no children (a
+/// map's bucket, a `Vec`'s shard, reached for one entry or item): its meta
+/// byte needs one; a child table longer than the rest takes a second read.
+pub(crate) const LEAF_TAIL_READ: u64 = 64;
 
 /// Bounds a reader enforces against hostile files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +97,13 @@ impl Limits {
     }
 }
 
-/// Bytes a chunk holds on to: borrowed from a source in memory, or read
-/// once and shared between clones.
+/// Bytes a chunk holds on to: borrowed from a source in memory, or a range
+/// of bytes read once and shared between clones (and with children whose
+/// trailers the read brought too).
 #[derive(Debug, Clone)]
 pub(crate) enum Held<'a> {
     Borrowed(&'a [u8]),
-    Shared(Arc<[u8]>),
+    Shared(Arc<[u8]>, Range<usize>),
 }
 
 impl Deref for Held<'_> {
@@ -102,7 +112,7 @@ impl Deref for Held<'_> {
     fn deref(&self) -> &[u8] {
         match self {
             Self::Borrowed(bytes) => bytes,
-            Self::Shared(bytes) => bytes,
+            Self::Shared(bytes, range) => bytes.get(range.clone()).unwrap_or_default(),
         }
     }
 }
@@ -111,8 +121,13 @@ impl<'a> Held<'a> {
     fn from_cow(bytes: Cow<'a, [u8]>) -> Self {
         match bytes {
             Cow::Borrowed(bytes) => Self::Borrowed(bytes),
-            Cow::Owned(bytes) => Self::Shared(bytes.into()),
+            Cow::Owned(bytes) => Self::shared(bytes.into()),
         }
+    }
+
+    fn shared(bytes: Arc<[u8]>) -> Self {
+        let len = <[u8]>::len(&bytes);
+        Self::Shared(bytes, 0..len)
     }
 
     /// `range` (relative to these bytes) as a `Cow`: borrowed when these
@@ -120,7 +135,19 @@ impl<'a> Held<'a> {
     fn cow(&self, range: Range<usize>) -> Cow<'a, [u8]> {
         match self {
             Self::Borrowed(bytes) => Cow::Borrowed(bytes.get(range).unwrap_or_default()),
-            Self::Shared(bytes) => Cow::Owned(bytes.get(range).unwrap_or_default().to_vec()),
+            Self::Shared(..) => Cow::Owned(self.get(range).unwrap_or_default().to_vec()),
+        }
+    }
+
+    /// `range` (relative to these bytes, which the caller checked hold it)
+    /// without a copy.
+    fn slice(&self, range: Range<usize>) -> Self {
+        match self {
+            Self::Borrowed(bytes) => Self::Borrowed(bytes.get(range).unwrap_or_default()),
+            Self::Shared(bytes, within) => Self::Shared(
+                Arc::clone(bytes),
+                within.start + range.start..within.start + range.end,
+            ),
         }
     }
 }
@@ -147,8 +174,10 @@ pub struct ParFile<S: Source = ByteSource> {
     source: S,
     root_offset: u64,
     root_length: u64,
-    /// The bytes read at open from the end of the root chunk (its trailer),
-    /// kept when the source is not in memory so `root()` reads nothing.
+    /// The bytes read at open before the global header (the root chunk's
+    /// trailer, and the end of the chunks before it), kept when the source
+    /// is not in memory so that `root()` reads nothing, nor does reaching a
+    /// child whose trailer they hold.
     root_tail: Option<(u64, Arc<[u8]>)>,
     limits: Limits,
 }
@@ -219,12 +248,11 @@ impl<S: Source> ParFile<S> {
         let root_tail = match tail {
             Cow::Borrowed(_) => None,
             Cow::Owned(mut bytes) => {
-                // Keep the root's bytes only: not the header, nor what
-                // precedes a root shorter than the read.
+                // Everything but the header: the root's bytes, and the end
+                // of the chunk before it (usually its last child, written
+                // right before it) when the root is shorter than the read.
                 bytes.truncate(bytes.len() - GLOBAL_HEADER_SIZE);
-                let start = read_from.max(root_offset);
-                bytes.drain(..(start - read_from) as usize);
-                Some((start, Arc::from(bytes)))
+                Some((read_from, Arc::from(bytes)))
             }
         };
         let mut file = Self {
@@ -238,10 +266,12 @@ impl<S: Source> ParFile<S> {
         // that, so `root()` does not read it again.
         let widened = match file.root()? {
             Chunk {
-                tail: Held::Shared(bytes),
+                tail: Held::Shared(bytes, range),
                 tail_start,
                 ..
-            } if file.root_tail.as_ref().map(|(start, _)| *start) != Some(tail_start) => {
+            } if file.root_tail.as_ref().map(|(start, _)| *start) != Some(tail_start)
+                && range == (0..<[u8]>::len(&bytes)) =>
+            {
                 Some((tail_start, bytes))
             }
             _ => None,
@@ -272,7 +302,7 @@ impl<S: Source> ParFile<S> {
         let tail = self
             .root_tail
             .as_ref()
-            .map(|(start, bytes)| (*start, Held::Shared(Arc::clone(bytes))));
+            .map(|(start, bytes)| (*start, Held::shared(Arc::clone(bytes))));
         Chunk::parse(
             &self.source,
             self.root_offset,
@@ -280,6 +310,7 @@ impl<S: Source> ParFile<S> {
             0,
             self.limits,
             tail,
+            TAIL_READ,
         )
     }
 
@@ -384,7 +415,8 @@ pub struct Chunk<'a> {
     depth: usize,
     limits: Limits,
     /// Bytes `tail_start .. offset + length` of the file: at least the
-    /// child table, count and meta byte.
+    /// child table, count and meta byte (for the root, maybe bytes before
+    /// it too).
     tail_start: u64,
     tail: Held<'a>,
     /// The walk this chunk was reached in, if any: its children are
@@ -403,6 +435,7 @@ impl<'a> Chunk<'a> {
         depth: usize,
         limits: Limits,
         tail: Option<(u64, Held<'a>)>,
+        tail_read: u64,
     ) -> Result<Self> {
         if depth > limits.max_depth {
             return Err(ParError::TooDeep {
@@ -422,7 +455,7 @@ impl<'a> Chunk<'a> {
         let (mut tail_start, mut held) = match tail {
             Some(tail) => tail,
             None => {
-                let start = end - length.min(TAIL_READ);
+                let start = end - length.min(tail_read);
                 let bytes = source.bytes_at(start, end - start, "PAR4 chunk trailer")?;
                 (start, Held::from_cow(bytes))
             }
@@ -463,9 +496,16 @@ impl<'a> Chunk<'a> {
             }
             let payload_end = end - 5 - table;
             if payload_end < tail_start {
-                // A table longer than the first read: read it whole.
-                let bytes = source.bytes_at(payload_end, end - payload_end, "PAR4 child table")?;
-                (tail_start, held) = (payload_end, Held::from_cow(bytes));
+                // A table longer than the first read: read it whole, with
+                // the payload when that is short (a container's, which its
+                // reader reads next).
+                let from = if payload_end - offset <= TAIL_READ {
+                    offset
+                } else {
+                    payload_end
+                };
+                let bytes = source.bytes_at(from, end - from, "PAR4 child table")?;
+                (tail_start, held) = (from, Held::from_cow(bytes));
             }
             (count, payload_end)
         } else {
@@ -690,6 +730,27 @@ impl<'a> Chunk<'a> {
         }
     }
 
+    /// The payload's first `len` bytes (all of it when shorter),
+    /// decompressed: from a payload stored as is outside memory, only those
+    /// bytes are read, and without mapping the file (for one item of a
+    /// long shard, a map with its page faults and unmapping costs more than
+    /// the copy). A compressed payload is decompressed whole.
+    pub(crate) fn payload_prefix(&self, len: u64) -> Result<Cow<'a, [u8]>> {
+        let len = len.min(self.payload_len());
+        if self.compression != Compression::None {
+            return self.payload();
+        }
+        if len < MapOnDemand::MAP_FROM || self.source.in_memory().is_some() {
+            return self.stored_bytes(0, len);
+        }
+        Ok(Cow::Owned(binfmt_core::source::read_vec_at(
+            self.source,
+            self.offset,
+            len,
+            "PAR4 payload",
+        )?))
+    }
+
     /// Where child `index` says it lies (checked when the child is reached).
     pub fn child_range(&self, index: u32) -> Option<Range<u64>> {
         (index < self.child_count).then(|| {
@@ -708,6 +769,17 @@ impl<'a> Chunk<'a> {
     /// Child `index`, its trailer read and checked. In a walk, a child that
     /// shares bytes with a chunk reached before is an error.
     pub fn child(&self, index: u32) -> Result<Chunk<'a>> {
+        self.child_reading(index, TAIL_READ)
+    }
+
+    /// Child `index` when it usually has no children (a bucket or a shard
+    /// reached for one entry or item): [`Chunk::child`] with a first read
+    /// of [`LEAF_TAIL_READ`] bytes for its trailer.
+    pub(crate) fn leaf_child(&self, index: u32) -> Result<Chunk<'a>> {
+        self.child_reading(index, LEAF_TAIL_READ)
+    }
+
+    fn child_reading(&self, index: u32, tail_read: u64) -> Result<Chunk<'a>> {
         let Some(range) = self.child_range(index) else {
             return Err(ParError::IndexOutOfRange {
                 index: u64::from(index),
@@ -735,13 +807,26 @@ impl<'a> Chunk<'a> {
         if let Some(walk) = &self.walk {
             walk.enter(range.start, range.end - range.start)?;
         }
+        // The child's end read with this chunk's trailer (a child written
+        // right before its parent): reused when it holds the child's count
+        // and meta byte; the parse reads whatever more it needs.
+        let near = (self.tail_start < range.end)
+            .then(|| {
+                let start = self.tail_start.max(range.start);
+                let held = self.tail.slice(
+                    (start - self.tail_start) as usize..(range.end - self.tail_start) as usize,
+                );
+                (start, held)
+            })
+            .filter(|(_, held)| held.len() as u64 >= length.min(5));
         let mut child = Chunk::parse(
             self.source,
             range.start,
             range.end - range.start,
             self.depth + 1,
             self.limits,
-            None,
+            near,
+            tail_read,
         )?;
         child.walk = self.walk.clone();
         Ok(child)

@@ -425,17 +425,28 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
                 .nth(local)
                 .ok_or_else(|| self.out_of_range(index));
         }
-        let chunk = self.container.child(shard)?;
-        let payload = chunk.payload()?;
+        let chunk = self.container.leaf_child(shard)?;
+        let kind = plain_kind::<T>();
+        // A number lies within the count's 9 bytes and its kind's widest
+        // encoding per item up to it: only those bytes are read.
+        let payload = match kind {
+            Some(kind) => chunk
+                .payload_prefix((kind.max_len() as u64).saturating_mul(local as u64 + 1) + 9)?,
+            None => chunk.payload()?,
+        };
+        let bytes = match chunk.compression() {
+            crate::Compression::None => chunk.payload_len(),
+            _ => payload.len() as u64,
+        };
         // An item takes at least a byte: no skipping past the payload.
-        if local >= payload.len() {
+        if local as u64 >= bytes {
             return Err(ParError::Payload {
                 offset: chunk.offset(),
                 what: "Vec shard",
-                why: format!("item {local} cannot be in {} bytes", payload.len()),
+                why: format!("item {local} cannot be in {bytes} bytes"),
             });
         }
-        if let Some(kind) = plain_kind::<T>() {
+        if let Some(kind) = kind {
             return Self::nth_plain(kind, &payload, local, chunk.offset());
         }
         decode_seed(
