@@ -9,7 +9,9 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Read, check and convert TARIDX, ARCX, PAR4 and KAST files.
 #[derive(Debug, Parser)]
@@ -24,6 +26,7 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum Command {
     Sniff(cmd::sniff::Args),
     Info(cmd::generic::InfoArgs),
@@ -56,18 +59,49 @@ struct CompletionsArgs {
 
 fn completions(shell: clap_complete::Shell) -> output::CommandResult {
     let mut script = Vec::new();
-    clap_complete::generate(
-        shell,
-        &mut <Cli as clap::CommandFactory>::command(),
-        "binfmt",
-        &mut script,
-    );
+    clap_complete::generate(shell, &mut described(Cli::command()), "binfmt", &mut script);
     output::to_stdout(|out| out.write_all(&script))?;
     Ok(output::Status::Success)
 }
 
+/// `command` with every subcommand's one-line description set up front.
+///
+/// Subcommands add their arguments, and with them their descriptions, only
+/// when built (`#[command(defer = true)]`), so a start builds the invoked
+/// subcommand alone. What lists subcommands (help, the `help` subcommand,
+/// completion scripts) needs the descriptions of all of them: each is
+/// learnt from a built copy of its subcommand.
+fn described(command: clap::Command) -> clap::Command {
+    command.mut_subcommands(|subcommand| {
+        let mut built = subcommand.clone();
+        built.build();
+        let subcommand = described(subcommand);
+        match built.get_about() {
+            Some(about) => subcommand.about(about.clone()),
+            None => subcommand,
+        }
+    })
+}
+
+/// The parsed command line. Anything clap prints itself (help, version, a
+/// usage error) comes from the described tree, so it reads the same as
+/// from a tree built whole.
+fn parse() -> Cli {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    Cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+        .unwrap_or_else(|_| {
+            let mut command = described(Cli::command());
+            command
+                .try_get_matches_from_mut(&args)
+                .and_then(|matches| Cli::from_arg_matches(&matches))
+                .unwrap_or_else(|error| error.format(&mut command).exit())
+        })
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     let outcome = match cli.command {
         Command::Sniff(args) => cmd::sniff::run(&args),
         Command::Info(args) => cmd::generic::info(&args, None),
@@ -89,5 +123,59 @@ fn main() -> ExitCode {
             eprintln!("binfmt: {error}");
             output::Status::Failed.into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Checks that each subcommand of `command` has the description it has
+    /// when built, and that the copies of it under `help` subcommands
+    /// (`mirrors`, what completion scripts list) carry it too.
+    fn check_described(command: &clap::Command, mirrors: &[&clap::Command]) {
+        let help = command.find_subcommand("help");
+        for subcommand in command.get_subcommands() {
+            let name = subcommand.get_name();
+            if name == "help" {
+                continue;
+            }
+            let mut built = subcommand.clone();
+            built.build();
+            let about = built.get_about().map(ToString::to_string);
+            assert!(about.is_some(), "{name} has no description");
+            assert_eq!(subcommand.get_about().map(ToString::to_string), about);
+            let copies: Vec<&clap::Command> = mirrors
+                .iter()
+                .copied()
+                .chain(help)
+                .map(|mirror| {
+                    mirror
+                        .find_subcommand(name)
+                        .unwrap_or_else(|| panic!("{name} missing under help"))
+                })
+                .collect();
+            for copy in &copies {
+                assert_eq!(copy.get_about().map(ToString::to_string), about, "{name}");
+            }
+            check_described(subcommand, &copies);
+        }
+    }
+
+    #[test]
+    fn the_tree_completions_come_from_describes_every_subcommand() {
+        let mut command = super::described(super::Cli::command());
+        command.build();
+        assert!(command.find_subcommand("help").is_some());
+        check_described(&command, &[]);
+    }
+
+    #[test]
+    fn a_tree_not_described_would_lose_descriptions() {
+        let mut command = super::Cli::command();
+        command.build();
+        let help = command.find_subcommand("help").expect("a help subcommand");
+        let sniff = help.find_subcommand("sniff").expect("sniff under help");
+        assert!(sniff.get_about().is_none());
     }
 }

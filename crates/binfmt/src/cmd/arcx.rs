@@ -11,6 +11,7 @@ use crate::output::{self, CommandResult, Status};
 
 /// Pack directories into ARCX archives and get files out of them.
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     Info(generic::InfoArgs),
     List(generic::ListArgs),

@@ -14,6 +14,7 @@ use crate::output::{self, CommandResult, Status};
 
 /// Inspect and build kastore (.kas, tskit .trees) files.
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     Info(generic::InfoArgs),
     #[command(visible_alias = "ls")]

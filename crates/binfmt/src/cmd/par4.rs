@@ -14,6 +14,7 @@ use crate::output::{self, CommandResult, Status};
 /// Inspect and check Parcode V4 (PAR4) files; read the entries of a
 /// `HashMap<String, Vec<u8>>` root.
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     #[command(visible_alias = "inspect")]
     Info(InspectArgs),

@@ -15,6 +15,7 @@ use crate::output::{self, CommandResult, Status};
 
 /// Index WebDataset-style tar shards and read samples at random.
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     Index(IndexArgs),
     Info(InfoArgs),
