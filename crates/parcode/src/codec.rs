@@ -443,6 +443,30 @@ mod tests {
     }
 
     #[test]
+    fn strings_are_checked_as_utf8() {
+        for text in [
+            "",
+            "ascii only",
+            "d\u{e9}j\u{e0} vu \u{1f980}",
+            "0123456789abcdef\u{e9}",
+        ] {
+            let bytes = encode(text, "string").unwrap();
+            assert_eq!(decode::<String>(&bytes, 0, "string").unwrap().0, text);
+            assert_eq!(
+                decode::<Box<str>>(&bytes, 0, "string").unwrap().0.as_ref(),
+                text
+            );
+        }
+        // A lone continuation byte, a truncated sequence, an overlong one.
+        for bad in [&[1u8, 0x80][..], &[2, b'a', 0xc3], &[2, 0xc0, 0x80]] {
+            assert!(matches!(
+                decode::<String>(bad, 3, "string"),
+                Err(ParError::Payload { offset: 3, .. })
+            ));
+        }
+    }
+
+    #[test]
     fn a_hostile_length_fails_without_allocating() {
         // A Vec<u64> claiming u64::MAX items in 10 bytes.
         let bytes = encode(&u64::MAX, "len").unwrap();

@@ -8,9 +8,10 @@
 //!
 //! Decoding from a slice, bincode allocates only in two places by a length
 //! it reads: owned strings and owned byte buffers. [`Guarded`] turns those
-//! requests into the borrowed ones (`deserialize_str`, `deserialize_bytes`),
-//! which check the length against the bytes present before anything
-//! exists, and hands the visitor a borrowed value to copy. Sequences and
+//! requests into borrowed bytes (`deserialize_bytes`; a string is encoded
+//! as its bytes), which check the length against the bytes present before
+//! anything exists, and hands the visitor a borrowed value to copy (a
+//! string's bytes once checked as UTF-8, by [`Utf8`]). Sequences and
 //! maps need nothing: serde's own collections cap what they reserve from a
 //! length hint. Every nested value is decoded through the wrapper too, so
 //! bincode's limit (whose accounting costs on every primitive) is not
@@ -65,7 +66,6 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Guarded<D> {
         deserialize_f32,
         deserialize_f64,
         deserialize_char,
-        deserialize_str,
         deserialize_bytes,
         deserialize_option,
         deserialize_unit,
@@ -75,8 +75,12 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Guarded<D> {
         deserialize_ignored_any
     );
 
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.0.deserialize_bytes(Utf8(visitor))
+    }
+
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        self.0.deserialize_str(GuardedVisitor(visitor))
+        self.0.deserialize_bytes(Utf8(visitor))
     }
 
     fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
@@ -141,6 +145,39 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Guarded<D> {
 
     fn is_human_readable(&self) -> bool {
         self.0.is_human_readable()
+    }
+}
+
+/// A visitor of a string, handed the string's bytes (bincode encodes a
+/// string as its bytes): it checks they are UTF-8 and hands them on as a
+/// string. Short strings of ASCII, the common case, are checked a word at
+/// a time; the standard check, which goes byte by byte below two words,
+/// runs only on the others.
+struct Utf8<V>(V);
+
+/// `bytes` as a string, when they are UTF-8.
+fn utf8<E: serde::de::Error>(bytes: &[u8]) -> Result<&str, E> {
+    if bytes.is_ascii() {
+        #[allow(unsafe_code)]
+        // SAFETY: ASCII bytes are UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes).map_err(|error| E::custom(format_args!("a string: {error}")))
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Utf8<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.expecting(f)
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, value: &[u8]) -> Result<Self::Value, E> {
+        self.0.visit_str(utf8(value)?)
+    }
+
+    fn visit_borrowed_bytes<E: serde::de::Error>(self, value: &'de [u8]) -> Result<Self::Value, E> {
+        self.0.visit_borrowed_str(utf8(value)?)
     }
 }
 
