@@ -64,6 +64,8 @@ const MAX_BUCKETS: usize = 1024;
 const BUCKET_HEADER: u64 = 8;
 /// Bytes of the hash and offset tables per entry.
 const TABLE_ENTRY: u64 = 12;
+/// Bytes of the hash table per entry.
+const HASH_ENTRY: u64 = 8;
 
 /// The reference's bucket count for a map of `entries` entries.
 pub(crate) fn bucket_count(entries: usize) -> usize {
@@ -454,7 +456,7 @@ where
         } else {
             self.container.leaf_child(index)?
         };
-        Bucket::open(chunk, index, self.buckets, whole)
+        Bucket::open(chunk, index, self.buckets, whole, whole)
     }
 
     /// The bucket that holds `hash`.
@@ -549,7 +551,7 @@ where
         let hash = hash_key(key);
         let index = (hash % u64::from(self.buckets)) as u32;
         let chunk = self.container.leaf_child(index)?;
-        let bucket = Bucket::open(chunk.clone(), index, self.buckets, false)?;
+        let bucket = Bucket::open(chunk.clone(), index, self.buckets, false, false)?;
         Ok(Self::find_value(&bucket, key, hash)?
             .map(|(entry, value)| (Some((chunk, entry)), value)))
     }
@@ -580,7 +582,7 @@ where
         (0..buckets)
             .into_par_iter()
             .map(|index| {
-                let bucket = Bucket::open(container.child(index)?, index, buckets, false)?;
+                let bucket = Bucket::open(container.child(index)?, index, buckets, false, false)?;
                 Ok(u64::from(bucket.count))
             })
             .try_reduce(|| 0, |a, b| Ok(a + b))
@@ -606,7 +608,7 @@ where
         let buckets: Vec<(u64, Vec<(K, V)>)> = (0..count)
             .into_par_iter()
             .map(|index| {
-                let bucket = Bucket::open(container.child(index)?, index, count, true)?;
+                let bucket = Bucket::open(container.child(index)?, index, count, true, true)?;
                 let entries = (0..bucket.count)
                     .map(|entry| bucket.entry(entry))
                     .collect::<Result<_>>()?;
@@ -779,7 +781,9 @@ where
         let mut listed = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for index in 0..self.buckets {
-            let bucket = self.bucket(index, false)?;
+            // Every entry's span: the offset table with the hashes.
+            let chunk = self.container.leaf_child(index)?;
+            let bucket = Bucket::open(chunk, index, self.buckets, false, true)?;
             if let Data::Stored(chunk) = &bucket.data {
                 let prefixes: Vec<_> = (0..bucket.count)
                     .filter_map(|entry| bucket.span(entry).ok())
@@ -853,7 +857,7 @@ where
         source.will_read(&heads);
         let mut entries = Vec::new();
         for (chunk, index, hashes) in chunks {
-            let Ok(bucket) = Bucket::open(chunk, index, self.buckets, false) else {
+            let Ok(bucket) = Bucket::open(chunk, index, self.buckets, false, true) else {
                 continue;
             };
             if let Data::Stored(chunk) = &bucket.data {
@@ -972,8 +976,10 @@ struct Bucket<'a> {
     index: u32,
     buckets: u32,
     count: u32,
-    /// The hash table, then the offset table.
-    tables: Cow<'a, [u8]>,
+    /// The payload's first bytes read from a stored bucket: the header, the
+    /// hash table, the offset table, and whatever followed in the same read
+    /// (empty for a whole payload, which holds them).
+    head: Cow<'a, [u8]>,
     data: Data<'a>,
     /// Where the entries start in the payload, and how many bytes they take.
     data_start: u64,
@@ -988,12 +994,27 @@ enum Data<'a> {
     Stored(Chunk<'a>),
 }
 
+/// Entries whose tables a stored bucket's first read covers (with the
+/// header, in one read): the reference's buckets aim for 2,000 entries; a
+/// bigger bucket's remaining tables take a second read.
+const TABLES_READ: u64 = 2_304;
+
 /// Key bytes read at first when a key is decoded from a stored entry; a
 /// longer key is read again with 16 times as many.
 const KEY_READ: u64 = 4096;
 
 impl<'a> Bucket<'a> {
-    fn open(chunk: Chunk<'a>, index: u32, buckets: u32, whole: bool) -> Result<Self> {
+    /// Bucket `index` of `buckets` in `chunk`: the whole payload (`whole`),
+    /// or, stored as is outside memory, its header and hash table, with the
+    /// offset table too when `offsets` (for a pass over every entry); a
+    /// lookup then reads only the offsets around the entries it reads.
+    fn open(
+        chunk: Chunk<'a>,
+        index: u32,
+        buckets: u32,
+        whole: bool,
+        offsets: bool,
+    ) -> Result<Self> {
         let at = chunk.offset();
         let stored_as_is = chunk.compression() == crate::Compression::None;
         let in_memory = chunk.source().in_memory().is_some();
@@ -1010,7 +1031,7 @@ impl<'a> Bucket<'a> {
             index,
             buckets,
             count: 0,
-            tables: Cow::Borrowed(&[]),
+            head: Cow::Borrowed(&[]),
             data,
             data_start: 0,
             data_len: 0,
@@ -1029,8 +1050,15 @@ impl<'a> Bucket<'a> {
                 "{payload_len} bytes, too short for the 8-byte bucket header"
             )));
         }
+        // One read for the header and (usually) the tables read: their
+        // size is known only from the count in the header.
+        let per_entry = if offsets { TABLE_ENTRY } else { HASH_ENTRY };
+        if let Data::Stored(chunk) = &bucket.data {
+            let first = payload_len.min(BUCKET_HEADER + per_entry * TABLES_READ);
+            bucket.head = chunk.stored_bytes(0, first)?;
+        }
         let count = bucket
-            .bytes(0, 4)?
+            .head()
             .first_chunk::<4>()
             .map_or(0, |bytes| u32::from_le_bytes(*bytes));
         let tables_len = u64::from(count) * TABLE_ENTRY;
@@ -1040,63 +1068,75 @@ impl<'a> Bucket<'a> {
                 tables_len + BUCKET_HEADER
             )));
         }
-        bucket.tables = match &bucket.data {
-            Data::Whole(Cow::Borrowed(bytes)) => Cow::Borrowed(
-                bytes
-                    .get(BUCKET_HEADER as usize..(BUCKET_HEADER + tables_len) as usize)
-                    .unwrap_or_default(),
-            ),
-            Data::Whole(Cow::Owned(bytes)) => Cow::Owned(
-                bytes
-                    .get(BUCKET_HEADER as usize..(BUCKET_HEADER + tables_len) as usize)
-                    .unwrap_or_default()
-                    .to_vec(),
-            ),
-            Data::Stored(chunk) => chunk.stored_bytes(BUCKET_HEADER, tables_len)?,
-        };
+        let have = bucket.head.len() as u64;
+        let wanted = BUCKET_HEADER + u64::from(count) * per_entry;
+        if let Data::Stored(chunk) = &bucket.data
+            && have < wanted
+        {
+            let rest = chunk.stored_bytes(have, wanted - have)?;
+            let mut head = std::mem::take(&mut bucket.head).into_owned();
+            head.extend_from_slice(&rest);
+            bucket.head = Cow::Owned(head);
+        }
         bucket.count = count;
         bucket.data_start = BUCKET_HEADER + tables_len;
         bucket.data_len = payload_len - bucket.data_start;
         Ok(bucket)
     }
 
-    /// `len` bytes of the payload from `start`, which the caller checked.
-    fn bytes(&self, start: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+    /// The payload's first bytes: at least the header and the tables.
+    fn head(&self) -> &[u8] {
         match &self.data {
-            Data::Whole(bytes) => Ok(Cow::Borrowed(
-                bytes
-                    .get(start as usize..(start + len) as usize)
-                    .unwrap_or_default(),
-            )),
-            Data::Stored(chunk) => chunk.stored_bytes(start, len),
+            Data::Whole(bytes) => bytes,
+            Data::Stored(_) => &self.head,
+        }
+    }
+
+    /// `len` bytes of the payload from `start`, which the caller checked
+    /// (from the first read when it holds them).
+    fn bytes(&self, start: u64, len: u64) -> Result<Cow<'_, [u8]>> {
+        let range = start as usize..(start + len) as usize;
+        match &self.data {
+            Data::Whole(bytes) => Ok(Cow::Borrowed(bytes.get(range).unwrap_or_default())),
+            Data::Stored(chunk) => match self.head.get(range) {
+                Some(bytes) => Ok(Cow::Borrowed(bytes)),
+                None => chunk.stored_bytes(start, len),
+            },
         }
     }
 
     fn hash(&self, entry: u32) -> u64 {
-        let at = entry as usize * 8;
-        self.tables
+        let at = BUCKET_HEADER as usize + entry as usize * 8;
+        self.head()
             .get(at..at + 8)
             .and_then(|bytes| bytes.first_chunk::<8>())
             .map_or(0, |bytes| u64::from_le_bytes(*bytes))
     }
 
-    fn offset(&self, entry: u32) -> u64 {
-        let at = self.count as usize * 8 + entry as usize * 4;
-        self.tables
-            .get(at..at + 4)
-            .and_then(|bytes| bytes.first_chunk::<4>())
-            .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)))
-    }
-
     /// Entry `entry`'s bytes in the data, up to the next entry's start (the
     /// last: to the end), checked: the first starts at 0, each after the one
     /// before, none past the data; and its hash belongs in this bucket. A
-    /// lookup checks the entries it reads; a load, every entry.
+    /// lookup checks the entries it reads (reading the offsets of the
+    /// entry, the one before and the one after, when the first read did not
+    /// bring the offset table); a load, every entry.
     fn span(&self, entry: u32) -> Result<(u64, u64)> {
-        let start = self.offset(entry);
-        let previous = entry.checked_sub(1).map(|before| self.offset(before));
+        let first = entry.saturating_sub(1);
+        let last = entry.saturating_add(1).min(self.count.saturating_sub(1));
+        let window = self.bytes(
+            BUCKET_HEADER + u64::from(self.count) * HASH_ENTRY + u64::from(first) * 4,
+            u64::from(last.saturating_sub(first) + 1) * 4,
+        )?;
+        let offset = |at: u32| {
+            let at = at.saturating_sub(first) as usize * 4;
+            window
+                .get(at..at + 4)
+                .and_then(|bytes| bytes.first_chunk::<4>())
+                .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)))
+        };
+        let start = offset(entry);
+        let previous = entry.checked_sub(1).map(offset);
         let end = if entry + 1 < self.count {
-            self.offset(entry + 1)
+            offset(entry + 1)
         } else {
             self.data_len
         };
@@ -1142,9 +1182,10 @@ impl<'a> Bucket<'a> {
     /// Entries whose stored hash is `target`, in table order (one pass
     /// over the hash table: every entry with the hash is a candidate).
     fn with_hash(&self, target: u64) -> impl Iterator<Item = u32> + '_ {
+        let first = BUCKET_HEADER as usize;
         let hashes = self
-            .tables
-            .get(..self.count as usize * 8)
+            .head()
+            .get(first..first + self.count as usize * 8)
             .unwrap_or_default();
         // Blocks of eight hashes tested at once (compares the compiler
         // vectorizes); the few blocks with a match, and the rest, one by one.
