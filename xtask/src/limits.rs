@@ -50,8 +50,11 @@ pub fn tar_headers(shards: &[PathBuf], threads: usize, out: &Path) -> Result<u64
     })??;
     let rows = usize::try_from(headers).map_err(|e| e.to_string())?;
     let temp = out.with_extension("partial");
-    fs::write(&temp, vec![0u8; rows * usize::from(binfmt_taridx::format::ROW_SIZE)])
-        .map_err(io(&temp))?;
+    fs::write(
+        &temp,
+        vec![0u8; rows * usize::from(binfmt_taridx::format::ROW_SIZE)],
+    )
+    .map_err(io(&temp))?;
     fs::rename(&temp, out).map_err(io(out))?;
     Ok(headers)
 }
