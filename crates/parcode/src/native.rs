@@ -342,9 +342,7 @@ impl<'a> Chunk<'a> {
         // Numbers: only the bytes that can hold the count (9) and the items
         // up to this one are read.
         let payload = match T::MAX_ENCODED {
-            Some(max) => at
-                .shard
-                .payload_prefix((max as u64).saturating_mul(at.local as u64 + 1) + 9)?,
+            Some(max) => at.shard.item_prefix(max, at.local)?,
             None => at.shard.payload()?,
         };
         let mut reader = Cursor::new(&*payload);

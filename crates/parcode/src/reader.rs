@@ -730,13 +730,18 @@ impl<'a> Chunk<'a> {
         }
     }
 
-    /// The payload's first `len` bytes (all of it when shorter),
-    /// decompressed: from a payload stored as is outside memory, only those
-    /// bytes are read, and without mapping the file (for one item of a
-    /// long shard, a map with its page faults and unmapping costs more than
-    /// the copy). A compressed payload is decompressed whole.
-    pub(crate) fn payload_prefix(&self, len: u64) -> Result<Cow<'a, [u8]>> {
-        let len = len.min(self.payload_len());
+    /// The payload's first bytes that can hold a shard's item count (a
+    /// varint, at most 9 bytes) and items `0..=item` of at most
+    /// `max_item_len` bytes each (all of it when shorter), decompressed:
+    /// from a payload stored as is outside memory, only those bytes are
+    /// read, and without mapping the file (for one item of a long shard, a
+    /// map with its page faults and unmapping costs more than the copy). A
+    /// compressed payload is decompressed whole.
+    pub(crate) fn item_prefix(&self, max_item_len: usize, item: usize) -> Result<Cow<'a, [u8]>> {
+        let len = (max_item_len as u64)
+            .saturating_mul(item as u64 + 1)
+            .saturating_add(9)
+            .min(self.payload_len());
         if self.compression != Compression::None {
             return self.payload();
         }

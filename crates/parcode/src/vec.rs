@@ -430,8 +430,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
         // A number lies within the count's 9 bytes and its kind's widest
         // encoding per item up to it: only those bytes are read.
         let payload = match kind {
-            Some(kind) => chunk
-                .payload_prefix((kind.max_len() as u64).saturating_mul(local as u64 + 1) + 9)?,
+            Some(kind) => chunk.item_prefix(kind.max_len(), local)?,
             None => chunk.payload()?,
         };
         let bytes = match chunk.compression() {
