@@ -64,6 +64,19 @@ pub(crate) fn decode<'a, S: Source + ?Sized>(
     id: u32,
     block: &BlockRecord,
 ) -> Result<Decoded<'a>> {
+    decode_into(source, id, block, Vec::new())
+}
+
+/// [`decode`], a zstd block decompressed into `spare`'s memory when it
+/// holds the block (cut to exactly its size first, so zstd sees the same
+/// room as in a fresh buffer): memory already written once is not
+/// faulted in again.
+pub(crate) fn decode_into<'a, S: Source + ?Sized>(
+    source: &'a S,
+    id: u32,
+    block: &BlockRecord,
+    spare: Vec<u8>,
+) -> Result<Decoded<'a>> {
     let stored_size = u64::from(block.stored_size);
     let framed = source.bytes_at(block.offset, 4 + stored_size, "block")?;
     let (prefix, stored) = framed.split_first_chunk::<4>().unwrap_or((&[0; 4], &[]));
@@ -97,14 +110,22 @@ pub(crate) fn decode<'a, S: Source + ?Sized>(
             id,
             framed.get(4..).unwrap_or_default(),
             block.size as usize,
+            spare,
         )?))),
     }
 }
 
-/// One zstd frame into exactly `size` bytes, with the thread's
-/// decompression context ([`with_context`]).
-fn decompress(id: u32, stored: &[u8], size: usize) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(size);
+/// One zstd frame into exactly `size` bytes (in `spare` when it has the
+/// room), with the thread's decompression context ([`with_context`]).
+fn decompress(id: u32, stored: &[u8], size: usize, spare: Vec<u8>) -> Result<Vec<u8>> {
+    let mut out = spare;
+    out.clear();
+    if out.capacity() >= size {
+        out.shrink_to(size);
+    }
+    if out.capacity() != size {
+        out = Vec::with_capacity(size);
+    }
     with_context(|context| {
         context
             .decompress(&mut out, stored)
@@ -158,9 +179,31 @@ pub(crate) fn with_context<T>(
 #[derive(Debug, Default)]
 pub(crate) struct BlockCache {
     blocks: Mutex<Vec<(u32, Arc<Vec<u8>>)>>,
+    /// A buffer the archive is done with (a one-file open's decompressed
+    /// manifest), for the next block decoded.
+    spare: Mutex<Vec<u8>>,
 }
 
 impl BlockCache {
+    /// Keeps `buffer` for the next block decoded ([`BlockCache::take_spare`]).
+    pub(crate) fn keep_spare(&self, buffer: Vec<u8>) {
+        *self
+            .spare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = buffer;
+    }
+
+    /// The buffer kept by [`BlockCache::keep_spare`], if still there (else
+    /// an empty one).
+    pub(crate) fn take_spare(&self) -> Vec<u8> {
+        std::mem::take(
+            &mut *self
+                .spare
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
     pub(crate) fn get(&self, id: u32) -> Option<Arc<Vec<u8>>> {
         let mut blocks = self
             .blocks

@@ -21,8 +21,8 @@ use crate::block::{self, BlockCache, BlockStream, Decoded};
 use crate::check::{PathIndex, check};
 use crate::error::{ArcxError, Result};
 use crate::format::{
-    Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_MAGIC, HEADER_SIZE, Header, MANIFEST_MAGIC,
-    crc32,
+    Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_MAGIC, HEADER_SIZE, Header,
+    MANIFEST_MAGIC, crc32,
 };
 use crate::lookup;
 use crate::manifest::{ChunkRecord, FileEntry, Manifest};
@@ -356,7 +356,7 @@ impl<S: Source> Archive<S> {
         let region = source.region_at(manifest_offset, region_len, "manifest")?;
         // What sits at the manifest offset tells the dialects apart: the
         // spec's manifest starts with its magic, the tool's with a length.
-        let (dialect, manifest) = if region.starts_with(&MANIFEST_MAGIC) {
+        let (dialect, body) = if region.starts_with(&MANIFEST_MAGIC) {
             if footer.field_16.get() != region_len {
                 return Err(manifest_error(binfmt_core::Error::corrupt(
                     "footer",
@@ -376,14 +376,28 @@ impl<S: Source> Archive<S> {
         };
         let manifest = match one {
             None => match dialect {
-                Dialect::Spec => Manifest::decode_spec_body(&manifest),
-                _ => Manifest::decode_cli_raw(&manifest),
+                Dialect::Spec => Manifest::decode_spec_body(&body),
+                _ => Manifest::decode_cli_raw(&body),
             }
             .map_err(manifest_error)?,
-            Some(path) => lookup::find(dialect, &manifest, path, manifest_offset, &limits)?
+            Some(path) => lookup::find(dialect, &body, path, manifest_offset, &limits)?
                 .ok_or_else(|| ArcxError::NotFound {
                     path: path.to_owned(),
                 })?,
+        };
+        // One file's rows are copied out of the decompressed manifest: its
+        // buffer, written once already, takes the file's first block when
+        // that block is decompressed whole into no more room than it has.
+        let fits = |buffer: &Vec<u8>| {
+            manifest.blocks().first().is_some_and(|block| {
+                block.codec == Codec::Zstd
+                    && u64::from(block.size) <= limits.max_shared_block
+                    && block.size as usize <= buffer.capacity()
+            })
+        };
+        let spare = match (one, body) {
+            (Some(_), Cow::Owned(body)) if fits(&body) => body,
+            _ => Vec::new(),
         };
         drop(region);
         let manifest_stored = match dialect {
@@ -416,6 +430,7 @@ impl<S: Source> Archive<S> {
             index_offset: footer.field_16.get(),
             cache: BlockCache::default(),
         };
+        archive.cache.keep_spare(spare);
         if options.check_header {
             archive.check_header()?;
         }
@@ -744,12 +759,12 @@ impl<S: Source> Archive<S> {
         let end = start + chunk.size as usize;
         if chunk.size == block.size {
             // A block of its own: nothing else will read it, do not cache it.
-            let bytes = block::decode(&self.source, id, &block)?;
+            let bytes = block::decode_into(&self.source, id, &block, self.cache.take_spare())?;
             return Ok(Piece::Memory { bytes, start, end });
         }
         let bytes = match self.cache.get(id) {
             Some(bytes) => Decoded::Shared(bytes),
-            None => match block::decode(&self.source, id, &block)? {
+            None => match block::decode_into(&self.source, id, &block, self.cache.take_spare())? {
                 Decoded::Shared(bytes) => {
                     self.cache.put(id, std::sync::Arc::clone(&bytes));
                     Decoded::Shared(bytes)

@@ -331,3 +331,30 @@ fn chunk_rows_out_of_block_order() {
         assert_eq!(one.read().unwrap(), b"bravo!");
     }
 }
+
+/// A one-file open decompresses the file's block into the buffer that
+/// held the manifest, given exactly the room the block states: a frame
+/// making more or fewer bytes than that is refused as the full open's
+/// read refuses it.
+#[test]
+fn a_block_making_other_than_its_stated_size_is_refused_as_by_the_full_open() {
+    let data = b"abcdefgh".repeat(500);
+    for stated in [3000u64, 5000] {
+        let mut build = Build::of(&[("a", &data)]);
+        build.blocks[0].size = Some(stated);
+        build.chunks[0].size = stated;
+        build.files[0].size = stated;
+        for (dialect, bytes) in [("spec", build.spec()), ("arcx-cli", build.cli())] {
+            let full = Archive::new(bytes.clone()).unwrap().read("a").unwrap_err();
+            let one = Archive::open_one(bytes.clone(), "a", OpenOptions::default())
+                .unwrap()
+                .read()
+                .unwrap_err();
+            assert!(
+                matches!(one, ArcxError::BlockData { block: 0, .. }),
+                "{dialect} {stated}: {one}"
+            );
+            assert_eq!(one.to_string(), full.to_string(), "{dialect} {stated}");
+        }
+    }
+}
