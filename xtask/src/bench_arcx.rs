@@ -13,7 +13,9 @@ use binfmt_tests::pseudo_random_bytes;
 
 use crate::bench::Settings;
 use crate::limits;
-use crate::measure::{FreshDirs, Side, Stats, free_bytes, interleave, q, sh, shell, side, tmpfs};
+use crate::measure::{
+    FreshDirs, Side, Stats, free_bytes, interleave, program, q, sh, shell, side, tmpfs,
+};
 use crate::report::{Report, Scaling};
 
 /// The small and the large file of the corpus that `get` benchmarks read.
@@ -211,19 +213,27 @@ fn measure(
         format!("copy_000/{SMALL}")
     };
     let got = dir.join("got");
+    // The tools are started directly: a shell in front would add its own
+    // start (a fork and an exec) to every side alike.
+    let text = |path: &Path| path.display().to_string();
     let mut sides = vec![
-        shell(format!(
-            "{} arcx get {} {small_in} -o {}",
-            q(binfmt),
-            q(&ours),
-            q(&got)
-        )),
-        shell(format!(
-            "{} get {} {small_in} -o {}",
-            q(arcx),
-            q(&theirs),
-            q(&got)
-        )),
+        program(vec![
+            text(binfmt),
+            "arcx".into(),
+            "get".into(),
+            text(&ours),
+            small_in.clone(),
+            "-o".into(),
+            text(&got),
+        ]),
+        program(vec![
+            text(arcx),
+            "get".into(),
+            text(&theirs),
+            small_in.clone(),
+            "-o".into(),
+            text(&got),
+        ]),
         shell(format!(
             "zstd -dc {} | tar -xO ./{small_in} > {}",
             q(&tarzst),
@@ -231,7 +241,7 @@ fn measure(
         )),
         // The floor: a minimal program told where the manifest and the
         // file's block are, started the same way.
-        shell(get_floor(tools, &ours, &small_in, &got)?),
+        program(get_floor(tools, &ours, &small_in, &got)?),
     ];
     let [get_ours, get_arcx, get_tar, get_floor] = four(interleave(
         GET_ROUNDS,
@@ -393,9 +403,9 @@ fn measure(
     })
 }
 
-/// The command line of the `get` floor for `path` in `archive` (a spec
+/// The command line (program and arguments) of the `get` floor for `path` in `archive` (a spec
 /// archive), with the manifest's and the block's places found by binfmt.
-fn get_floor(tools: &Tools, archive: &Path, path: &str, out: &Path) -> Result<String, String> {
+fn get_floor(tools: &Tools, archive: &Path, path: &str, out: &Path) -> Result<Vec<String>, String> {
     let opened = binfmt_arcx::Archive::open(archive).map_err(|e| e.to_string())?;
     let file = opened
         .find(path)
@@ -410,17 +420,19 @@ fn get_floor(tools: &Tools, archive: &Path, path: &str, out: &Path) -> Result<St
         .filter(|block| block.codec == binfmt_arcx::Codec::Zstd)
         .ok_or_else(|| format!("{path}: the floor reads a zstd block"))?;
     let (manifest_offset, manifest_len) = opened.manifest_region();
-    Ok(format!(
-        "{} {} {manifest_offset} {manifest_len} {} {} {} {} {} {}",
-        q(&tools.get_floor),
-        q(archive),
-        block.offset,
-        block.stored_size,
-        block.size,
-        chunk.offset,
-        chunk.size,
-        q(out)
-    ))
+    Ok([
+        tools.get_floor.display().to_string(),
+        archive.display().to_string(),
+        manifest_offset.to_string(),
+        manifest_len.to_string(),
+        block.offset.to_string(),
+        block.stored_size.to_string(),
+        block.size.to_string(),
+        chunk.offset.to_string(),
+        chunk.size.to_string(),
+        out.display().to_string(),
+    ]
+    .into())
 }
 
 fn cores() -> usize {

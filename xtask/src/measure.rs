@@ -89,6 +89,26 @@ pub fn shell<'a>(command: impl Into<String>) -> Side<'a> {
     side(move || sh(&command))
 }
 
+/// A side that is one program started directly (no shell in between, whose
+/// own start would be added to both sides of a comparison), its output
+/// discarded.
+pub fn program<'a>(argv: Vec<String>) -> Side<'a> {
+    side(move || {
+        let (name, args) = argv.split_first().ok_or("an empty command line")?;
+        let status = Command::new(name)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map_err(|e| format!("{name}: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("`{}` failed: {status}", argv.join(" ")))
+        }
+    })
+}
+
 /// `rounds` rounds of every side, interleaved: before each round the files
 /// under `warm` are read (page cache warm), then each side runs once, the
 /// first side rotating. Returns each side's timings, in the order given.
