@@ -43,7 +43,7 @@ use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, Map
 use crate::codec::{decode, decode_seed, encode, encode_into, hash_key};
 use crate::error::{ParError, Result};
 use crate::reader::Chunk;
-use crate::writer::{ChunkGraph, NodeId};
+use crate::writer::{ChunkGraph, NodeId, Sink};
 
 /// How a map is laid out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -123,16 +123,253 @@ pub(crate) fn repeated_key(key: &[u8]) -> ParError {
     }
 }
 
-/// A map laid out for writing: its entries with their hashes, ordered
+/// Entries one task hashes and encodes at a time, in the map's order.
+const PART: usize = 4096;
+
+/// An entry encoded into its part's buffer.
+#[derive(Debug, Clone, Copy)]
+struct Encoded {
+    hash: u64,
+    /// The entry's index in the map's iteration order.
+    entry: usize,
+    /// Where its bytes (key, then value) start in the buffer; they end
+    /// where the next entry's start (the last: at the buffer's end).
+    start: usize,
+    key_len: usize,
+}
+
+/// A run of [`PART`] entries, hashed, then encoded bucket by bucket into
+/// one buffer: each key is read twice in a row and each value once, in the
+/// map's order, and a bucket's entries of the run are contiguous.
+#[derive(Debug)]
+struct Part {
+    bytes: Vec<u8>,
+    /// The run's entries, bucket by bucket.
+    entries: Vec<Encoded>,
+    /// Where each bucket's entries start in `entries`, then the end.
+    starts: Vec<usize>,
+}
+
+/// Room reserved in a part's buffer per entry, in eighths of the size of
+/// the run's first entry.
+const ROOM_EIGHTHS: usize = 9;
+/// At most this much room is reserved ahead (the first entry may be far
+/// larger than the others).
+const MAX_ROOM: usize = 16 << 20;
+
+impl Part {
+    fn encode<K: Serialize + Hash, V: Serialize>(
+        first: usize,
+        run: &[(&K, &V)],
+        buckets: usize,
+        bucketed: bool,
+    ) -> Result<Self> {
+        let bucket_of = |hash: u64| {
+            if bucketed {
+                hash.checked_rem(buckets as u64).unwrap_or(0) as usize
+            } else {
+                0
+            }
+        };
+        let hashes: Vec<u64> = run.iter().map(|(key, _)| hash_key(*key)).collect();
+        // Counting sort of the run's entries by bucket.
+        let mut starts = vec![0; buckets + 1];
+        for &hash in &hashes {
+            if let Some(count) = starts.get_mut(bucket_of(hash) + 1) {
+                *count += 1;
+            }
+        }
+        for bucket in 0..buckets {
+            let before = starts.get(bucket).copied().unwrap_or(0);
+            if let Some(start) = starts.get_mut(bucket + 1) {
+                *start += before;
+            }
+        }
+        let mut next = starts.clone();
+        let mut grouped = vec![0; run.len()];
+        for (index, &hash) in hashes.iter().enumerate() {
+            if let Some(at) = next.get_mut(bucket_of(hash)) {
+                if let Some(slot) = grouped.get_mut(*at) {
+                    *slot = index;
+                }
+                *at += 1;
+            }
+        }
+        let mut bytes = Vec::new();
+        let mut entries = Vec::with_capacity(run.len());
+        for index in grouped {
+            let (Some((key, value)), Some(&hash)) = (run.get(index), hashes.get(index)) else {
+                continue;
+            };
+            let start = bytes.len();
+            encode_into(*key, &mut bytes, "map key")?;
+            let key_len = bytes.len() - start;
+            encode_into(*value, &mut bytes, "map value")?;
+            if entries.is_empty() {
+                // Room for the run at about the first entry's size: the
+                // buffer grows once or not at all, rather than doubling.
+                let room = (bytes.len().saturating_mul(ROOM_EIGHTHS) / 8).saturating_mul(run.len());
+                bytes.reserve(room.min(MAX_ROOM));
+            }
+            entries.push(Encoded {
+                hash,
+                entry: first + index,
+                start,
+                key_len,
+            });
+        }
+        Ok(Self {
+            bytes,
+            entries,
+            starts,
+        })
+    }
+
+    /// The run's entries in bucket `bucket`, and where they start among
+    /// the run's entries.
+    fn bucket(&self, bucket: usize) -> (&[Encoded], usize) {
+        match (self.starts.get(bucket), self.starts.get(bucket + 1)) {
+            (Some(&start), Some(&end)) => (self.entries.get(start..end).unwrap_or_default(), start),
+            _ => (&[], 0),
+        }
+    }
+
+    /// Entry `index` of the run: its hash, its bytes (key, then value) and
+    /// its key's length.
+    fn entry(&self, index: usize) -> Option<(u64, &[u8], usize)> {
+        let entry = self.entries.get(index)?;
+        let end = self
+            .entries
+            .get(index + 1)
+            .map_or(self.bytes.len(), |next| next.start);
+        Some((entry.hash, self.bytes.get(entry.start..end)?, entry.key_len))
+    }
+}
+
+/// An entry: its part and its index among the part's entries.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    part: usize,
+    index: usize,
+}
+
+/// A map's entries encoded and in order: what writing a payload needs,
+/// without the map.
+#[derive(Debug)]
+pub(crate) struct EncodedMap {
+    parts: Vec<Part>,
+    /// The entries of each bucket in order (one list, the whole map, when
+    /// inline).
+    order: Vec<Vec<Slot>>,
+}
+
+impl EncodedMap {
+    /// The entry at `slot`: its hash, bytes (key, then value) and key
+    /// length.
+    fn entry(&self, slot: Slot) -> (u64, &[u8], usize) {
+        self.parts
+            .get(slot.part)
+            .and_then(|part| part.entry(slot.index))
+            .unwrap_or((0, &[], 0))
+    }
+
+    /// Bucket `bucket`'s entries from every part, ordered by hash, then
+    /// (equal hashes, rare) by encoded key; equal keys are the same key
+    /// given twice.
+    fn order_bucket(parts: &[Part], bucket: usize) -> Result<Vec<Slot>> {
+        let len = parts.iter().map(|part| part.bucket(bucket).0.len()).sum();
+        let mut keyed: Vec<(u64, Slot)> = Vec::with_capacity(len);
+        for (part, encoded) in parts.iter().enumerate() {
+            let (entries, first) = encoded.bucket(bucket);
+            keyed.extend(entries.iter().enumerate().map(|(index, entry)| {
+                let index = first + index;
+                (entry.hash, Slot { part, index })
+            }));
+        }
+        keyed.sort_unstable_by_key(|&(hash, _)| hash);
+        let key = |slot: Slot| {
+            parts
+                .get(slot.part)
+                .and_then(|part| part.entry(slot.index))
+                .and_then(|(_, bytes, key_len)| bytes.get(..key_len))
+                .unwrap_or_default()
+        };
+        let mut start = 0;
+        while start < keyed.len() {
+            let hash = keyed.get(start).map_or(0, |&(hash, _)| hash);
+            let end = start
+                + keyed
+                    .get(start..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|&&(other, _)| other == hash)
+                    .count();
+            if end - start > 1 {
+                let tied = keyed.get_mut(start..end).unwrap_or_default();
+                tied.sort_unstable_by(|a, b| key(a.1).cmp(key(b.1)));
+                if let Some(pair) = tied.windows(2).find(|pair| match pair {
+                    [a, b] => key(a.1) == key(b.1),
+                    _ => false,
+                }) {
+                    return Err(repeated_key(pair.first().map_or(&[][..], |p| key(p.1))));
+                }
+            }
+            start = end.max(start + 1);
+        }
+        Ok(keyed.into_iter().map(|(_, slot)| slot).collect())
+    }
+
+    /// The number of buckets.
+    fn bucket_count(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Writes bucket `bucket`'s payload (header, tables, entries; nothing
+    /// for an empty bucket) to `out`, in pieces: the entries straight from
+    /// where they were encoded, in order.
+    pub(crate) fn write_bucket(&self, bucket: usize, out: &mut Sink<'_>) -> Result<()> {
+        let slots = self.order.get(bucket).map_or(&[][..], Vec::as_slice);
+        if slots.is_empty() {
+            return Ok(());
+        }
+        let spans: Vec<(u64, u64)> = slots
+            .iter()
+            .map(|&slot| {
+                let (hash, bytes, _) = self.entry(slot);
+                (hash, bytes.len() as u64)
+            })
+            .collect();
+        out(&bucket_tables(&spans)?)?;
+        for &slot in slots {
+            out(self.entry(slot).1)?;
+        }
+        Ok(())
+    }
+
+    /// Bucket `bucket`'s payload.
+    fn bucket_payload(&self, bucket: usize) -> Result<Vec<u8>> {
+        let slots = self.order.get(bucket).map_or(&[][..], Vec::as_slice);
+        let entries: usize = slots.iter().map(|&slot| self.entry(slot).1.len()).sum();
+        let tables = match slots.len() {
+            0 => 0,
+            len => BUCKET_HEADER as usize + len * TABLE_ENTRY as usize,
+        };
+        let mut payload = Vec::with_capacity(tables + entries);
+        self.write_bucket(bucket, &mut |piece| {
+            payload.extend_from_slice(piece);
+            Ok(())
+        })?;
+        Ok(payload)
+    }
+}
+
+/// A map laid out for writing: its entries hashed and encoded, ordered
 /// (within each bucket, or whole for the inline layout) by hash then encoded
-/// key (keys are encoded to compare only when their hashes tie). Shared by
-/// [`ChunkGraph::map`] and the drop-in visitor, which makes payloads from it
-/// when the file is written.
+/// key. Shared by [`ChunkGraph::map`] and the drop-in visitor, which makes
+/// payloads from it when the file is written.
 pub(crate) struct MapPlan<'m, K, V> {
     entries: Vec<(&'m K, &'m V)>,
-    hashes: Vec<u64>,
-    /// Entry indices per bucket (one list, the whole map, when inline).
-    buckets: Vec<Vec<usize>>,
+    encoded: EncodedMap,
 }
 
 impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
@@ -148,82 +385,23 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
 
     fn plan(entries: impl IntoIterator<Item = (&'m K, &'m V)>, bucketed: bool) -> Result<Self> {
         let entries: Vec<(&K, &V)> = entries.into_iter().collect();
-        let hashes: Vec<u64> = entries.par_iter().map(|(key, _)| hash_key(*key)).collect();
         let count = if bucketed {
             bucket_count(entries.len())
         } else {
             1
         };
-        let mut buckets: Vec<Vec<usize>> = vec![Vec::new(); count];
-        for (entry, hash) in hashes.iter().enumerate() {
-            let bucket = if bucketed {
-                (hash % count as u64) as usize
-            } else {
-                0
-            };
-            if let Some(members) = buckets.get_mut(bucket) {
-                members.push(entry);
-            }
-        }
-        let hash_of = |entry: &usize| hashes.get(*entry).copied().unwrap_or(0);
-        let key_of = |entry: &usize| -> Result<Vec<u8>> {
-            match entries.get(*entry) {
-                Some((key, _)) => encode(*key, "map key"),
-                None => Ok(Vec::new()),
-            }
-        };
-        buckets
-            .par_iter_mut()
-            .map(|members| {
-                // Sorted as (hash, entry) pairs: a sort that looks each
-                // hash up through its entry index spends its time on the
-                // lookups.
-                let mut pairs: Vec<(u64, usize)> = members
-                    .iter()
-                    .map(|entry| (hash_of(entry), *entry))
-                    .collect();
-                pairs.sort_unstable_by_key(|&(hash, _)| hash);
-                for (slot, (_, entry)) in members.iter_mut().zip(pairs) {
-                    *slot = entry;
-                }
-                // Equal hashes (rare): order by encoded key; equal keys are
-                // the same key given twice.
-                let mut start = 0;
-                while start < members.len() {
-                    let hash = members.get(start).map_or(0, hash_of);
-                    let end = start
-                        + members
-                            .get(start..)
-                            .unwrap_or_default()
-                            .iter()
-                            .take_while(|entry| hash_of(entry) == hash)
-                            .count();
-                    if end - start > 1 {
-                        let tied = members.get_mut(start..end).unwrap_or_default();
-                        let mut keyed: Vec<(Vec<u8>, usize)> = tied
-                            .iter()
-                            .map(|entry| Ok((key_of(entry)?, *entry)))
-                            .collect::<Result<_>>()?;
-                        keyed.sort_unstable();
-                        if let Some(pair) = keyed.windows(2).find(|pair| match pair {
-                            [a, b] => a.0 == b.0,
-                            _ => false,
-                        }) {
-                            return Err(repeated_key(pair.first().map_or(&[][..], |p| &p.0)));
-                        }
-                        for (slot, (_, entry)) in tied.iter_mut().zip(keyed) {
-                            *slot = entry;
-                        }
-                    }
-                    start = end;
-                }
-                Ok(())
-            })
-            .collect::<Result<Vec<()>>>()?;
+        let parts: Vec<Part> = entries
+            .par_chunks(PART)
+            .enumerate()
+            .map(|(run, chunk)| Part::encode(run * PART, chunk, count, bucketed))
+            .collect::<Result<_>>()?;
+        let order = (0..count)
+            .into_par_iter()
+            .map(|bucket| EncodedMap::order_bucket(&parts, bucket))
+            .collect::<Result<_>>()?;
         Ok(Self {
             entries,
-            hashes,
-            buckets,
+            encoded: EncodedMap { parts, order },
         })
     }
 
@@ -234,7 +412,7 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
 
     /// The number of buckets.
     pub(crate) fn bucket_count(&self) -> usize {
-        self.buckets.len()
+        self.encoded.bucket_count()
     }
 
     /// The entries of bucket `bucket`, in order.
@@ -242,55 +420,32 @@ impl<'m, K: Serialize + Hash + Sync, V: Serialize + Sync> MapPlan<'m, K, V> {
         &self,
         bucket: usize,
     ) -> impl Iterator<Item = (&'m K, &'m V)> + '_ {
-        self.buckets
+        self.encoded
+            .order
             .get(bucket)
             .into_iter()
             .flatten()
-            .filter_map(|&entry| self.entries.get(entry).copied())
+            .filter_map(|slot| self.encoded.parts.get(slot.part)?.entries.get(slot.index))
+            .filter_map(|encoded| self.entries.get(encoded.entry).copied())
     }
 
-    /// Appends entry `index`: its key, then its value.
-    fn encode_entry(&self, index: usize, out: &mut Vec<u8>) -> Result<()> {
-        let (key, value) = self.entries.get(index).ok_or_else(|| ParError::Encode {
-            what: "map",
-            why: "entry index out of range".into(),
-        })?;
-        encode_into(*key, out, "map key")?;
-        encode_into(*value, out, "map value")
-    }
-
-    /// Bucket `bucket`'s payload: header, tables, entries. The entries are
-    /// encoded after room for the tables, which are filled in afterwards.
+    /// Bucket `bucket`'s payload: header, tables, entries.
     pub(crate) fn bucket_payload(&self, bucket: usize) -> Result<Vec<u8>> {
-        let members = self.buckets.get(bucket).map_or(&[][..], Vec::as_slice);
-        if members.is_empty() {
-            return Ok(Vec::new());
-        }
-        let tables_len = BUCKET_HEADER as usize + members.len() * TABLE_ENTRY as usize;
-        let mut payload = vec![0; tables_len];
-        let mut spans = Vec::with_capacity(members.len());
-        for &entry in members {
-            let start = payload.len();
-            self.encode_entry(entry, &mut payload)?;
-            let hash = self.hashes.get(entry).copied().unwrap_or(0);
-            spans.push((hash, (payload.len() - start) as u64));
-        }
-        let tables = bucket_tables(&spans)?;
-        if let Some(room) = payload.get_mut(..tables.len()) {
-            room.copy_from_slice(&tables);
-        }
-        Ok(payload)
+        self.encoded.bucket_payload(bucket)
     }
 
     /// The inline layout's payload: the count, then every entry.
     pub(crate) fn inline_payload(&self) -> Result<Vec<u8>> {
         let mut payload = encode(&(self.entries.len() as u64), "map length")?;
-        for bucket in &self.buckets {
-            for &entry in bucket {
-                self.encode_entry(entry, &mut payload)?;
-            }
+        for &slot in self.encoded.order.iter().flatten() {
+            payload.extend_from_slice(self.encoded.entry(slot).1);
         }
         Ok(payload)
+    }
+
+    /// The encoded entries, without the map.
+    pub(crate) fn into_encoded(self) -> EncodedMap {
+        self.encoded
     }
 }
 
@@ -308,17 +463,17 @@ impl ChunkGraph<'_> {
                 self.add(plan.inline_payload()?, Vec::new())
             }
             MapLayout::Buckets => {
-                let plan = MapPlan::buckets(entries)?;
-                let payloads: Vec<Vec<u8>> = (0..plan.bucket_count())
-                    .into_par_iter()
-                    .map(|bucket| plan.bucket_payload(bucket))
-                    .collect::<Result<_>>()?;
-                let children = payloads
-                    .into_iter()
-                    .map(|payload| self.add(payload, Vec::new()))
+                // The buckets' payloads are written from the encoded
+                // entries when the file is, not gathered into buffers first.
+                let encoded = Arc::new(MapPlan::buckets(entries)?.into_encoded());
+                let children = (0..encoded.bucket_count())
+                    .map(|bucket| {
+                        let encoded = Arc::clone(&encoded);
+                        self.add_streamed(move |out| encoded.write_bucket(bucket, out), Vec::new())
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 self.add(
-                    (plan.bucket_count() as u32).to_le_bytes().to_vec(),
+                    (encoded.bucket_count() as u32).to_le_bytes().to_vec(),
                     children,
                 )
             }

@@ -44,12 +44,24 @@ impl NodeId {
     }
 }
 
+/// Writes a payload in pieces, in order, to the sink it is given.
+type Stream<'g> = Box<dyn Fn(&mut Sink<'_>) -> Result<()> + Send + Sync + 'g>;
+
+/// Where a streamed payload's pieces go: each call takes the next piece.
+pub(crate) type Sink<'s> = dyn FnMut(&[u8]) -> Result<()> + 's;
+
+/// A chunk's stored payload, ready to write (`None`: an uncompressed
+/// streamed payload, written as its chunk is), and its compression.
+type Stored<'a> = (Option<Cow<'a, [u8]>>, Compression);
+
 /// A chunk's payload: bytes, or how to make them when the file is written
-/// (so that encoding overlaps writing).
+/// (so that encoding overlaps writing), or pieces written to the output as
+/// the chunk is (gathered into one buffer only to be compressed).
 enum Payload<'g> {
     Ready(Vec<u8>),
     Deferred(Box<dyn Fn() -> Result<Vec<u8>> + Send + Sync + 'g>),
     Job(Box<dyn SerializationJob<'g> + 'g>),
+    Streamed(Stream<'g>),
 }
 
 impl fmt::Debug for Payload<'_> {
@@ -58,6 +70,7 @@ impl fmt::Debug for Payload<'_> {
             Self::Ready(bytes) => write!(f, "Ready({} bytes)", bytes.len()),
             Self::Deferred(_) => f.write_str("Deferred"),
             Self::Job(job) => write!(f, "{job:?}"),
+            Self::Streamed(_) => f.write_str("Streamed"),
         }
     }
 }
@@ -213,6 +226,17 @@ impl<'g> ChunkGraph<'g> {
         self.push(Payload::Deferred(Box::new(make)), children)
     }
 
+    /// Adds a chunk whose payload `write` writes in pieces, in order, to
+    /// the sink it is given, when the file is written: uncompressed, the
+    /// pieces go to the output without being gathered first.
+    pub(crate) fn add_streamed(
+        &mut self,
+        write: impl Fn(&mut Sink<'_>) -> Result<()> + Send + Sync + 'g,
+        children: Vec<NodeId>,
+    ) -> Result<NodeId> {
+        self.push(Payload::Streamed(Box::new(write)), children)
+    }
+
     /// Compresses `node`'s chunk with `compression` whatever the file's
     /// compression is (the meta byte is per chunk).
     pub fn set_compression(&mut self, node: NodeId, compression: Compression) -> Result<()> {
@@ -308,12 +332,9 @@ impl<'g> ChunkGraph<'g> {
     }
 
     /// The stored payloads of `batch` and their compression, made and
-    /// compressed in parallel.
-    fn produce(
-        &self,
-        batch: &[NodeId],
-        compression: Compression,
-    ) -> Result<Vec<(Cow<'_, [u8]>, Compression)>> {
+    /// compressed in parallel (`None`: an uncompressed streamed payload,
+    /// written when its chunk is).
+    fn produce(&self, batch: &[NodeId], compression: Compression) -> Result<Vec<Stored<'_>>> {
         batch
             .par_iter()
             .map(|id| {
@@ -331,8 +352,19 @@ impl<'g> ChunkGraph<'g> {
                             .map_err(|error| ParError::Job(Box::new(error)))?;
                         Cow::Owned(compression.compress(&bytes)?.into_owned())
                     }
+                    Payload::Streamed(_) if compression == Compression::None => {
+                        return Ok((None, compression));
+                    }
+                    Payload::Streamed(write) => {
+                        let mut bytes = Vec::new();
+                        write(&mut |piece| {
+                            bytes.extend_from_slice(piece);
+                            Ok(())
+                        })?;
+                        Cow::Owned(compression.compress(&bytes)?.into_owned())
+                    }
                 };
-                Ok((stored, compression))
+                Ok((Some(stored), compression))
             })
             .collect()
     }
@@ -342,7 +374,7 @@ impl<'g> ChunkGraph<'g> {
     fn write_batch<W: Write>(
         &self,
         batch: &[NodeId],
-        stored: &[(Cow<'_, [u8]>, Compression)],
+        stored: &[Stored<'_>],
         refs: &mut [Option<ChildRef>],
         writer: &mut ChunkWriter<W>,
     ) -> Result<()> {
@@ -358,7 +390,28 @@ impl<'g> ChunkGraph<'g> {
                         .ok_or_else(|| missing(*child))?,
                 );
             }
-            let written = writer.chunk(payload, &children, *compression)?;
+            let written = match (payload, &node.payload) {
+                (Some(payload), _) => writer.chunk(payload, &children, *compression)?,
+                (None, Payload::Streamed(write)) => {
+                    let start = writer.offset();
+                    let mut len = 0u64;
+                    let out = writer.output();
+                    // Pieces (a map's entries) are small: the output's
+                    // buffer gathers them (one `writev` of many small
+                    // pieces measured slower).
+                    write(&mut |piece| {
+                        len += piece.len() as u64;
+                        out.write_all(piece).map_err(output_error)
+                    })?;
+                    writer.end_chunk(start, len, &children, *compression)?
+                }
+                (None, _) => {
+                    return Err(ParError::Encode {
+                        what: "chunk graph",
+                        why: format!("node {} has no payload", id.0),
+                    });
+                }
+            };
             if let Some(slot) = refs.get_mut(id.0) {
                 *slot = Some(written);
             }
