@@ -197,7 +197,11 @@ fn taridx_scaling(settings: &Settings, binfmt: &Path, report: &mut Report) -> Re
                     .map_err(|e| e.to_string())
             })],
         )?;
-        points.push((factor, stats.first().map(Stats::median).unwrap_or_default()));
+        points.push((
+            factor,
+            stats.first().map(Stats::median).unwrap_or_default(),
+            None,
+        ));
         let rss = crate::measure::peak_rss(&format!(
             "{} taridx index {} --fold bench",
             q(binfmt),

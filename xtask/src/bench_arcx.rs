@@ -108,9 +108,9 @@ struct Tools {
 
 /// What one size of the corpus measured.
 struct Measured {
-    pack: Stats,
-    get: Stats,
-    extract_tmpfs: Option<Stats>,
+    pack: (Stats, Stats),
+    get: (Stats, Stats),
+    extract_tmpfs: Option<(Stats, Stats)>,
 }
 
 pub fn run(settings: &Settings, arcx: &Path, report: &mut Report) -> Result<(), String> {
@@ -124,11 +124,14 @@ pub fn run(settings: &Settings, arcx: &Path, report: &mut Report) -> Result<(), 
     peak_memory(&tools, report)?;
     if settings.scale {
         let mut points = [Vec::new(), Vec::new(), Vec::new()];
-        let record = |points: &mut [Vec<(u32, std::time::Duration)>; 3], factor, m: &Measured| {
-            points[0].push((factor, m.pack.median()));
-            points[1].push((factor, m.get.median()));
+        // binfmt's median and its limit's, from the same rounds.
+        let point =
+            |factor, (ours, limit): &(Stats, Stats)| (factor, ours.median(), Some(limit.median()));
+        let record = |points: &mut [Vec<_>; 3], factor, m: &Measured| {
+            points[0].push(point(factor, &m.pack));
+            points[1].push(point(factor, &m.get));
             if let Some(extract) = &m.extract_tmpfs {
-                points[2].push((factor, extract.median()));
+                points[2].push(point(factor, extract));
             }
         };
         record(&mut points, 1, &one);
@@ -349,7 +352,7 @@ fn measure(
             )
             .limit(&generic, &floor);
         if fs_name == "tmpfs" {
-            extract_tmpfs = Some(arcx_cmd);
+            extract_tmpfs = Some((arcx_cmd, floor));
         }
     }
 
@@ -397,8 +400,8 @@ fn measure(
         let _ = fs::remove_dir_all(&corpus);
     }
     Ok(Measured {
-        pack: pack_ours,
-        get: get_ours,
+        pack: (pack_ours, pack_floor),
+        get: (get_ours, get_floor),
         extract_tmpfs,
     })
 }

@@ -26,13 +26,15 @@ pub struct Row {
 pub struct Scaling {
     pub format: &'static str,
     pub operation: String,
-    /// (size factor, binfmt's median) from the smallest size up.
-    pub points: Vec<(u32, Duration)>,
+    /// (size factor, binfmt's median, the machine limit's median from the
+    /// same interleaved rounds if there is a limit) from the smallest size up.
+    pub points: Vec<(u32, Duration, Option<Duration>)>,
     /// Why a larger size was not run, if one was not.
     pub skipped: Option<String>,
 }
 
-/// Growth beyond this factor over linear between two sizes is flagged.
+/// Growth beyond this factor over linear between two sizes is flagged
+/// (beyond the limit's own growth, when there is a limit).
 pub const SUPERLINEAR: f64 = 1.3;
 
 /// The measurements of a run, in the order they were taken.
@@ -211,40 +213,55 @@ impl Report {
     }
 
     /// The scaling runs: each size's time and its growth over the size
-    /// before, per unit of size (1.00 is linear), flagged above
-    /// [`SUPERLINEAR`].
+    /// before, per unit of size (1.00 is linear), next to the machine
+    /// limit's growth between the same sizes. The sizes are measured
+    /// minutes apart, so a change in the machine's load between them moves
+    /// binfmt and its limit alike: binfmt is flagged when its growth is
+    /// above [`SUPERLINEAR`] and, with a limit, also that far above the
+    /// limit's growth.
     fn scaling_markdown(&self) -> String {
         let mut text = String::from(
-            "\n| format | operation | size | binfmt | growth per unit of size |\n\
-             |---|---|---:|---:|---:|\n",
+            "\n| format | operation | size | binfmt | machine limit | growth per unit of size | limit's growth per unit |\n\
+             |---|---|---:|---:|---:|---:|---:|\n",
         );
+        let per_unit = |time: Duration, before: Duration, factor: u32, before_factor: u32| {
+            (time.as_secs_f64() / before.as_secs_f64().max(1e-9))
+                / (f64::from(factor) / f64::from(before_factor))
+        };
         for scaling in &self.scaling {
-            let mut previous: Option<(u32, Duration)> = None;
-            for &(factor, time) in &scaling.points {
-                let growth = previous.map_or_else(
-                    || "-".to_owned(),
-                    |(before, before_time)| {
-                        let per_unit = (time.as_secs_f64() / before_time.as_secs_f64().max(1e-9))
-                            / (f64::from(factor) / f64::from(before));
-                        let flag = if per_unit > SUPERLINEAR {
-                            " **super-linear**"
-                        } else {
-                            ""
+            let mut previous: Option<(u32, Duration, Option<Duration>)> = None;
+            for &(factor, time, limit) in &scaling.points {
+                let (growth, limit_growth) = match previous {
+                    None => ("-".to_owned(), "-".to_owned()),
+                    Some((before, before_time, before_limit)) => {
+                        let ours = per_unit(time, before_time, factor, before);
+                        let theirs = limit
+                            .zip(before_limit)
+                            .map(|(now, then)| per_unit(now, then, factor, before));
+                        let beyond_limit = theirs.is_none_or(|theirs| ours / theirs > SUPERLINEAR);
+                        let flag = match (ours > SUPERLINEAR, beyond_limit) {
+                            (true, true) => " **super-linear**",
+                            (true, false) => " (as the limit's)",
+                            _ => "",
                         };
-                        format!("{per_unit:.2}{flag}")
-                    },
-                );
+                        (
+                            format!("{ours:.2}{flag}"),
+                            theirs.map_or_else(|| "-".to_owned(), |theirs| format!("{theirs:.2}")),
+                        )
+                    }
+                };
                 text.push_str(&format!(
-                    "| {} | {} | {factor}x | {} | {growth} |\n",
+                    "| {} | {} | {factor}x | {} | {} | {growth} | {limit_growth} |\n",
                     scaling.format,
                     scaling.operation,
-                    show(time)
+                    show(time),
+                    limit.map_or_else(|| "-".to_owned(), show)
                 ));
-                previous = Some((factor, time));
+                previous = Some((factor, time, limit));
             }
             if let Some(why) = &scaling.skipped {
                 text.push_str(&format!(
-                    "| {} | {} | larger | not run | {why} |\n",
+                    "| {} | {} | larger | not run | - | {why} | - |\n",
                     scaling.format, scaling.operation
                 ));
             }
@@ -268,5 +285,37 @@ pub fn show(duration: Duration) -> String {
         format!("{:.1} ms", seconds * 1e3)
     } else {
         format!("{:.1} µs", seconds * 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scaling(limit_at_10x: Option<f64>) -> String {
+        let ms = |ms: f64| Duration::from_secs_f64(ms / 1e3);
+        let mut report = Report::default();
+        report.scaling(Scaling {
+            format: "arcx",
+            operation: "extract".to_owned(),
+            points: vec![
+                (1, ms(500.0), limit_at_10x.map(|_| ms(400.0))),
+                (10, ms(8_000.0), limit_at_10x.map(ms)),
+            ],
+            skipped: None,
+        });
+        report.scaling_markdown()
+    }
+
+    #[test]
+    fn growth_is_judged_against_the_limits_growth() {
+        // binfmt 16x for 10x the size, the limit too: the machine's.
+        let same = scaling(Some(6_400.0));
+        assert!(same.contains("| 10x | 8.00 s | 6.40 s | 1.60 (as the limit's) | 1.60 |"));
+        // The limit grew linearly: binfmt's own.
+        let ours = scaling(Some(4_000.0));
+        assert!(ours.contains("| 1.60 **super-linear** | 1.00 |"));
+        // No limit to compare with.
+        assert!(scaling(None).contains("| - | 1.60 **super-linear** | - |"));
     }
 }
