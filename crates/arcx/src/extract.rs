@@ -323,12 +323,12 @@ impl<S: Source> Archive<S> {
                     }
                     .into());
                 }
-                let mut out = AtomicFile::create(&target)?;
-                if options.metadata {
-                    out = out
-                        .mode(attributes.mode)?
-                        .modified(time_of(attributes.mtime_ns));
-                }
+                let mut out = if options.metadata {
+                    AtomicFile::create_with_mode(&target, attributes.mode)?
+                        .modified(time_of(attributes.mtime_ns))
+                } else {
+                    AtomicFile::create(&target)?
+                };
                 summary.bytes += std::io::copy(&mut self.reader_for(file), &mut out)
                     .map_err(|error| ArcxError::from_io(error, &target))?;
                 out.commit()?;
