@@ -199,16 +199,25 @@ pub type Packed = Vec<(Vec<u8>, Vec<(PathBuf, usize)>)>;
 
 /// Compresses `files` for [`extract`] (not timed).
 pub fn prepare_extract(files: &[(PathBuf, PathBuf)]) -> Result<Packed, String> {
-    let mut loaded = Vec::with_capacity(files.len());
-    for (path, relative) in files {
-        loaded.push((relative.clone(), fs::read(path).map_err(io(path))?));
-    }
-    groups(&loaded, |(_, data)| data.len() as u64)
+    // Sizes first, then one group read at a time: holding the corpus whole
+    // (2 GB at --scale 10x) would load the machine the timed runs share.
+    let sizes: Vec<(&(PathBuf, PathBuf), u64)> = files
+        .iter()
+        .map(|file| Ok((file, fs::metadata(&file.0).map_err(io(&file.0))?.len())))
+        .collect::<Result<_, String>>()?;
+    groups(&sizes, |&(_, size)| size)
         .into_iter()
         .map(|group| {
-            let data: Vec<u8> = group.iter().flat_map(|(_, d)| d.iter().copied()).collect();
+            let mut data = Vec::new();
+            let mut names = Vec::with_capacity(group.len());
+            for ((path, relative), _) in group {
+                let before = data.len();
+                fs::File::open(path)
+                    .and_then(|mut file| file.read_to_end(&mut data))
+                    .map_err(io(path))?;
+                names.push((relative.clone(), data.len() - before));
+            }
             let frame = zstd::bulk::compress(&data, 3).map_err(|e| e.to_string())?;
-            let names = group.iter().map(|(p, d)| (p.clone(), d.len())).collect();
             Ok((frame, names))
         })
         .collect()
