@@ -95,17 +95,7 @@ pub fn shell<'a>(command: impl Into<String>) -> Side<'a> {
 pub fn program<'a>(argv: Vec<String>) -> Side<'a> {
     side(move || {
         let (name, args) = argv.split_first().ok_or("an empty command line")?;
-        let status = Command::new(name)
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map_err(|e| format!("{name}: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("`{}` failed: {status}", argv.join(" ")))
-        }
+        run_quiet(Command::new(name).args(args), &argv.join(" "))
     })
 }
 
@@ -153,16 +143,21 @@ pub fn warm_cache(paths: &[&Path]) -> Result<(), String> {
 
 /// Runs `command` with `sh -c`, output discarded.
 pub fn sh(command: &str) -> Result<(), String> {
-    let status = Command::new("sh")
-        .args(["-c", command])
+    run_quiet(Command::new("sh").args(["-c", command]), command)
+}
+
+/// Runs `command` (shown as `shown` in errors) to its end, output
+/// discarded; an error unless it succeeds.
+fn run_quiet(command: &mut Command, shown: &str) -> Result<(), String> {
+    let status = command
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("`{shown}`: {e}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("`{command}` failed: {status}"))
+        Err(format!("`{shown}` failed: {status}"))
     }
 }
 
