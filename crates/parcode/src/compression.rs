@@ -65,6 +65,15 @@ impl Compression {
         }
     }
 
+    /// [`Compression::compress`] of a payload the caller owns: stored as
+    /// is, it is returned without a copy.
+    pub(crate) fn compress_owned(self, payload: Vec<u8>) -> Result<Vec<u8>> {
+        match self.compress(&payload)? {
+            Cow::Borrowed(_) => Ok(payload),
+            Cow::Owned(compressed) => Ok(compressed),
+        }
+    }
+
     /// Checks the size an LZ4 prefix claims against what its `block`-byte
     /// block can decode to, before anything is allocated by it.
     pub(crate) fn check_lz4_claim(claim: u64, block: u64, offset: u64) -> Result<()> {

@@ -344,13 +344,13 @@ impl<'g> ChunkGraph<'g> {
                     Payload::Ready(bytes) => compression.compress(bytes)?,
                     Payload::Deferred(make) => {
                         let bytes = make()?;
-                        Cow::Owned(compression.compress(&bytes)?.into_owned())
+                        Cow::Owned(compression.compress_owned(bytes)?)
                     }
                     Payload::Job(job) => {
                         let bytes = job
                             .execute(&[])
                             .map_err(|error| ParError::Job(Box::new(error)))?;
-                        Cow::Owned(compression.compress(&bytes)?.into_owned())
+                        Cow::Owned(compression.compress_owned(bytes)?)
                     }
                     Payload::Streamed(_) if compression == Compression::None => {
                         return Ok((None, compression));
@@ -361,7 +361,7 @@ impl<'g> ChunkGraph<'g> {
                             bytes.extend_from_slice(piece);
                             Ok(())
                         })?;
-                        Cow::Owned(compression.compress(&bytes)?.into_owned())
+                        Cow::Owned(compression.compress_owned(bytes)?)
                     }
                 };
                 Ok((Some(stored), compression))
