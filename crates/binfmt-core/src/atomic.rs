@@ -248,11 +248,57 @@ impl Inputs {
         Self { by_identity }
     }
 
+    /// Adds `path` to the inputs (when it exists).
+    pub fn add(&mut self, path: impl AsRef<Path>) {
+        let path = path.as_ref();
+        if let Some(id) = identity(path) {
+            self.by_identity
+                .entry(id)
+                .or_insert_with(|| path.to_owned());
+        }
+    }
+
     /// The input that `output` names, if any.
     pub fn named_by(&self, output: &Path) -> Option<&Path> {
         self.by_identity
             .get(&identity(output)?)
             .map(std::path::PathBuf::as_path)
+    }
+
+    /// The output gate's check: refuses an `output` that names one of the
+    /// inputs (by device and inode, so through a hard link or a symlink
+    /// too) with [`Error::OutputIsInput`].
+    pub fn check(&self, output: impl AsRef<Path>) -> Result<()> {
+        let output = output.as_ref();
+        match self.named_by(output) {
+            Some(input) => Err(Error::OutputIsInput {
+                output: output.to_owned(),
+                input: input.to_owned(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The output gate: [`Inputs::check`], then [`AtomicFile::create`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use binfmt_core::Inputs;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let input = dir.path().join("in.bin");
+    /// std::fs::write(&input, b"data").unwrap();
+    /// let inputs = Inputs::new(&[&input]);
+    /// assert!(inputs.create(&input).is_err(), "never over an input");
+    /// let mut out = inputs.create(dir.path().join("out.bin")).unwrap();
+    /// out.write_all(b"new").unwrap();
+    /// out.commit().unwrap();
+    /// ```
+    pub fn create(&self, output: impl AsRef<Path>) -> Result<AtomicFile> {
+        let output = output.as_ref();
+        self.check(output)?;
+        AtomicFile::create(output)
     }
 }
 

@@ -165,6 +165,15 @@ pub enum Error {
         kind: &'static str,
     },
 
+    /// An output that would replace one of the files the command reads.
+    #[error("{}: {}binfmt never writes its output over what it reads", output.display(), OutputIsInput::describe(output, input))]
+    OutputIsInput {
+        /// The output named.
+        output: PathBuf,
+        /// The input it is (the same file by device and inode).
+        input: PathBuf,
+    },
+
     /// A size or count from the input exceeds a configured limit.
     #[error("{what}: {value} exceeds the limit of {limit}")]
     LimitExceeded {
@@ -203,6 +212,19 @@ pub enum Error {
         /// The error inside it.
         source: Box<Error>,
     },
+}
+
+/// How [`Error::OutputIsInput`] names the input.
+struct OutputIsInput;
+
+impl OutputIsInput {
+    fn describe(output: &Path, input: &Path) -> String {
+        if output == input {
+            "is the input: ".to_owned()
+        } else {
+            format!("is {}, an input: ", input.display())
+        }
+    }
 }
 
 impl Error {

@@ -17,6 +17,12 @@
 //! - [`atomic`]: [`AtomicFile`], output that appears whole or not at all;
 //! - [`extract`]: [`extract::safe_target`], the gate between an untrusted
 //!   entry name and a path on disk;
+//! - [`input`]: the input gate, [`input::open`]: every file a command reads
+//!   is opened there (regular files only, checked on the descriptor);
+//! - [`atomic`]'s [`Inputs`]: the output gate's check that an output is none
+//!   of the command's inputs;
+//! - [`print`]: the printer gate, [`print::line`]: every line shown to a
+//!   person, escaped and without secrets;
 //! - [`io`]: [`io::write_all_vectored`], a record's parts in one write;
 //! - [`error`]: [`Error`], the one error type, whose variants say what is
 //!   wrong and where.
@@ -28,13 +34,15 @@ pub mod atomic;
 pub mod cursor;
 pub mod error;
 pub mod extract;
+pub mod input;
 pub mod io;
 pub mod layout;
+pub mod print;
 pub mod range;
 pub mod source;
 pub mod varint;
 
-pub use atomic::{AtomicFile, same_file};
+pub use atomic::{AtomicFile, Inputs, same_file};
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
 pub use source::{

@@ -46,7 +46,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
@@ -361,76 +361,6 @@ macro_rules! forward_source {
 }
 forward_source!(&S, Box<S>, Arc<S>);
 
-/// Refuses anything but a regular file (symlinks are followed).
-fn check_regular(path: &Path) -> Result<()> {
-    let metadata = fs::metadata(path).with_path(path)?;
-    if metadata.is_file() {
-        return Ok(());
-    }
-    Err(Error::NotRegularFile {
-        path: path.to_owned(),
-        kind: file_kind(&metadata),
-    })
-}
-
-fn file_kind(metadata: &fs::Metadata) -> &'static str {
-    let file_type = metadata.file_type();
-    if file_type.is_dir() {
-        return "a directory";
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if file_type.is_fifo() {
-            return "a FIFO";
-        }
-        if file_type.is_char_device() {
-            return "a character device";
-        }
-        if file_type.is_block_device() {
-            return "a block device";
-        }
-        if file_type.is_socket() {
-            return "a socket";
-        }
-    }
-    "not a regular file"
-}
-
-/// Opens a regular file: its type is checked on the open descriptor, so a
-/// path replaced after a check cannot slip through, and the open itself
-/// never blocks (`O_NONBLOCK`: a FIFO with no writer would block a plain
-/// open; no effect on a regular file's reads) nor makes a terminal the
-/// controlling one (`O_NOCTTY`). One `fstat`, no `stat` of the path: a
-/// stat by path costs two of an `fstat` here, and opens are most of a
-/// point read's system calls.
-fn open_regular(path: &Path) -> Result<(File, u64)> {
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-    }
-    let file = match options.open(path) {
-        Ok(file) => file,
-        Err(error) => {
-            // Some kinds cannot be opened at all (a socket): name the kind
-            // rather than the open's error.
-            check_regular(path)?;
-            return Err(error).with_path(path);
-        }
-    };
-    let metadata = file.metadata().with_path(path)?;
-    if !metadata.is_file() {
-        return Err(Error::NotRegularFile {
-            path: path.to_owned(),
-            kind: file_kind(&metadata),
-        });
-    }
-    Ok((file, metadata.len()))
-}
-
 /// A whole file in memory: mapped when it is a non-empty regular file, read
 /// into a buffer otherwise.
 #[derive(Debug)]
@@ -450,7 +380,7 @@ impl ByteSource {
     /// file is empty). Anything but a regular file is refused.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let (mut file, len) = open_regular(path)?;
+        let (mut file, len) = crate::input::open(path)?;
         match Self::try_map(&file, len, path) {
             Some(mapped) => Ok(mapped),
             None => Self::read_from(&mut file, path),
@@ -463,14 +393,7 @@ impl ByteSource {
     /// also when mapping fails and the file is read instead (by offset).
     pub fn from_file(file: File, name: impl AsRef<Path>) -> Result<Self> {
         let name = name.as_ref();
-        let metadata = file.metadata().with_path(name)?;
-        if !metadata.is_file() {
-            return Err(Error::NotRegularFile {
-                path: name.to_owned(),
-                kind: file_kind(&metadata),
-            });
-        }
-        let len = metadata.len();
+        let len = crate::input::check_descriptor(&file, name)?;
         if let Some(mapped) = Self::try_map(&file, len, name) {
             return Ok(mapped);
         }
@@ -498,7 +421,7 @@ impl ByteSource {
     /// Reads the regular file at `path` into memory without mapping it.
     pub fn read(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let (mut file, len) = open_regular(path)?;
+        let (mut file, len) = crate::input::open(path)?;
         // Room for the whole file at once (as `fs::read` does): growing by
         // doubling would copy what was read so far at each step. The size
         // only sizes the buffer; reading still stops at the file's end.
@@ -631,7 +554,7 @@ impl FileSource {
     /// Opens the regular file at `path`; anything else is refused.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let (file, len) = open_regular(path)?;
+        let (file, len) = crate::input::open(path)?;
         Ok(Self {
             file,
             path: path.to_owned(),

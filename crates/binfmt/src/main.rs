@@ -120,7 +120,10 @@ fn main() -> ExitCode {
     match outcome {
         Ok(status) => status.into(),
         Err(error) => {
-            eprintln!("binfmt: {error}");
+            // The printer gate: whatever the message holds (a path from the
+            // command line, a server's text), one escaped line without
+            // secrets.
+            eprintln!("binfmt: {}", binfmt_core::print::line(&error));
             output::Status::Failed.into()
         }
     }

@@ -15,39 +15,19 @@ pub fn about(path: &std::path::Path, error: impl std::fmt::Display) -> String {
     }
 }
 
-/// A name as a text listing shows it: control characters (escape, newline,
-/// tab, ...) and the invisible characters that reorder or break what is
-/// shown (bidirectional overrides and isolates, line and paragraph
-/// separators) escaped, so a name cannot forge lines, move the cursor or
-/// show its extension backwards; everything else, Unicode included, as it
-/// is.
-pub fn escape(name: &str) -> std::borrow::Cow<'_, str> {
-    if !name.chars().any(hides) {
-        return std::borrow::Cow::Borrowed(name);
-    }
-    let mut escaped = String::with_capacity(name.len() + 8);
-    for c in name.chars() {
-        if hides(c) {
-            escaped.extend(c.escape_default());
-        } else {
-            escaped.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(escaped)
-}
-
-/// Whether `c` is escaped by [`escape`].
-fn hides(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        )
-}
+/// A name as a text listing shows it: the printer gate's escape
+/// ([`binfmt_core::print::escape`]).
+pub use binfmt_core::print::escape;
 
 /// A path as a text line shows it: [`escape`]d.
 pub fn shown(path: &std::path::Path) -> String {
     escape(&path.display().to_string()).into_owned()
+}
+
+/// Prints `text` as one line on stderr through the printer gate
+/// ([`binfmt_core::print::line`]): escaped, without secrets.
+pub fn note(text: std::fmt::Arguments<'_>) {
+    eprintln!("{}", binfmt_core::print::line(text));
 }
 
 /// How a command ended.
@@ -154,20 +134,4 @@ pub fn usage_error(message: impl std::fmt::Display) -> ! {
         format!("{message}\n"),
     )
     .exit()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_are_escaped_and_the_rest_kept() {
-        assert_eq!(escape("caf\u{e9}/\u{65e5}.txt"), "caf\u{e9}/\u{65e5}.txt");
-        assert_eq!(escape("evil\nline"), "evil\\nline");
-        assert_eq!(escape("\u{1b}[2Jclear"), "\\u{1b}[2Jclear");
-        assert_eq!(escape("tab\there"), "tab\\there");
-        // A right-to-left override would show "exe.txt" as "txt.exe".
-        assert_eq!(escape("a\u{202e}txt.exe"), "a\\u{202e}txt.exe");
-        assert_eq!(escape("line\u{2028}break"), "line\\u{2028}break");
-    }
 }

@@ -121,13 +121,13 @@ fn pack(args: &PackArgs) -> CommandResult {
     .map_err(|error| error.to_string())?;
     bar.finish_and_clear();
     for skipped in &summary.skipped {
-        eprintln!(
+        output::note(format_args!(
             "skipped {}: {}",
             output::escape(&skipped.path.display().to_string()),
             skipped.why
-        );
+        ));
     }
-    eprintln!(
+    output::note(format_args!(
         "packed {} entries ({} bytes) into {} ({} bytes, {} blocks, {} dialect)",
         summary.files,
         summary.bytes_in,
@@ -135,7 +135,7 @@ fn pack(args: &PackArgs) -> CommandResult {
         summary.archive_size,
         summary.blocks,
         args.dialect_name()
-    );
+    ));
     Ok(Status::Success)
 }
 

@@ -222,18 +222,9 @@ pub fn refuse_overwriting_inputs<P: AsRef<Path>>(
     inputs: &[P],
     output: &Path,
 ) -> Result<(), String> {
-    match binfmt_core::atomic::Inputs::new(inputs).named_by(output) {
-        Some(input) if input == output => Err(format!(
-            "{}: is the input: binfmt never writes its output over what it reads",
-            output.display()
-        )),
-        Some(input) => Err(format!(
-            "{}: is {}, an input: binfmt never writes its output over what it reads",
-            output.display(),
-            input.display()
-        )),
-        None => Ok(()),
-    }
+    binfmt_core::Inputs::new(inputs)
+        .check(output)
+        .map_err(|error| error.to_string())
 }
 
 pub fn extract(args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
@@ -254,10 +245,10 @@ fn extract_in(session: &Session, args: &ExtractArgs, expect: Option<Format>) -> 
     let count = binfmt::extract(source.as_ref(), &args.output, &options);
     bar.finish_and_clear();
     let count = count.map_err(failed)?;
-    eprintln!(
+    output::note(format_args!(
         "extracted {count} entries into {}",
         output::escape(&args.output.display().to_string())
-    );
+    ));
     Ok(Status::Success)
 }
 
@@ -363,17 +354,20 @@ fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
     bar.finish_and_clear();
     let summary = summary.map_err(failed)?;
     for skipped in &summary.skipped {
-        eprintln!(
+        output::note(format_args!(
             "skipped {}: not a regular file, {to} holds bytes only",
             output::escape(skipped)
-        );
+        ));
     }
-    eprintln!(
+    output::note(format_args!(
         "converted {} entries ({} bytes) to {}",
         summary.entries, summary.bytes, to
-    );
+    ));
     for output in &summary.outputs {
-        eprintln!("wrote {}", output::escape(&output.display().to_string()));
+        output::note(format_args!(
+            "wrote {}",
+            output::escape(&output.display().to_string())
+        ));
     }
     Ok(Status::Success)
 }

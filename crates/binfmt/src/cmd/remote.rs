@@ -36,7 +36,7 @@ impl RemoteArgs {
     pub fn options(&self, tally: &Tally) -> binfmt::OpenOptions {
         let mut remote = RemoteOptions::default()
             .with_tally(tally.clone())
-            .on_warning(|warning| eprintln!("binfmt: warning: {warning}"));
+            .on_warning(|warning| output::note(format_args!("binfmt: warning: {warning}")));
         if let Some(dir) = &self.cache_dir {
             remote = remote.with_cache_dir(dir, self.cache_size);
         }
@@ -52,7 +52,10 @@ impl RemoteArgs {
         let outcome = command(&session);
         if self.stats {
             let stats = session.stats();
-            eprintln!("requests: {}, bytes: {}", stats.requests, stats.bytes);
+            output::note(format_args!(
+                "requests: {}, bytes: {}",
+                stats.requests, stats.bytes
+            ));
         }
         outcome
     }

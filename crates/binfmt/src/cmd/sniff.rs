@@ -54,7 +54,7 @@ fn run_in(session: &Session, args: &Args) -> CommandResult {
                 format,
             }),
             Err(error) => {
-                eprintln!("binfmt: {error}");
+                output::note(format_args!("binfmt: {error}"));
                 status = Status::Failed;
             }
         }

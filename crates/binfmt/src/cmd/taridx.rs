@@ -299,7 +299,7 @@ fn index(args: &IndexArgs) -> CommandResult {
     bar.finish_and_clear();
     // Every failure names its file: the shard at fault or the output.
     written.map_err(|error| error.to_string())?;
-    eprintln!("wrote {}", output::shown(&out));
+    output::note(format_args!("wrote {}", output::shown(&out)));
     Ok(Status::Success)
 }
 
@@ -315,7 +315,7 @@ fn index_all(args: &IndexArgs, options: IndexOptions) -> CommandResult {
     let mut failures = Vec::new();
     for (fold, result) in folds.iter().zip(results) {
         match result {
-            Ok(()) => eprintln!("wrote {}", output::shown(&fold.index)),
+            Ok(()) => output::note(format_args!("wrote {}", output::shown(&fold.index))),
             Err(error) => failures.push(format!("fold {:?}: {error}", fold.name)),
         }
     }
@@ -473,14 +473,14 @@ fn pack(args: &PackArgs) -> CommandResult {
     }
     bar.finish_and_clear();
     let fold = writer.finish().map_err(failed(out))?;
-    eprintln!(
+    output::note(format_args!(
         "packed {} samples ({} members, {} bytes) into {} shards; wrote {}",
         fold.samples,
         fold.members,
         fold.bytes,
         fold.shards.len(),
         output::shown(&fold.index)
-    );
+    ));
     Ok(Status::Success)
 }
 
@@ -498,7 +498,10 @@ fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
             let path = entry.path();
             let kind = entry.file_type().map_err(|e| output::about(&path, e))?;
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                eprintln!("skipped {}: name is not UTF-8", output::shown(&path));
+                output::note(format_args!(
+                    "skipped {}: name is not UTF-8",
+                    output::shown(&path)
+                ));
                 continue;
             };
             let name = if prefix.is_empty() {
@@ -511,7 +514,10 @@ fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
             } else if kind.is_file() {
                 files.push((name, path));
             } else {
-                eprintln!("skipped {}: not a regular file", output::escape(&name));
+                output::note(format_args!(
+                    "skipped {}: not a regular file",
+                    output::escape(&name)
+                ));
             }
         }
     }
@@ -559,7 +565,7 @@ fn export(args: &ExportArgs) -> CommandResult {
                 .map_err(failed(&args.index))?;
             let text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())? + "\n";
             write_bytes(out, text.as_bytes())?;
-            eprintln!("wrote {}", output::shown(out));
+            output::note(format_args!("wrote {}", output::shown(out)));
         }
         ForeignArg::Dali => {
             for (fid, shard) in shards.iter().enumerate() {
@@ -570,7 +576,7 @@ fn export(args: &ExportArgs) -> CommandResult {
                 let text = foreign::dali_index(&dataset, fid, args.with_names)
                     .map_err(failed(&args.index))?;
                 write_bytes(&path, text.as_bytes())?;
-                eprintln!("wrote {}", output::shown(&path));
+                output::note(format_args!("wrote {}", output::shown(&path)));
             }
         }
         ForeignArg::Ratarmount => {
@@ -581,7 +587,7 @@ fn export(args: &ExportArgs) -> CommandResult {
                 let path =
                     foreign::ratarmount_index_path(dir.join(shard.file_name().unwrap_or_default()));
                 foreign::export_ratarmount(&dataset, fid, &path).map_err(failed(&args.index))?;
-                eprintln!("wrote {}", output::shown(&path));
+                output::note(format_args!("wrote {}", output::shown(&path)));
             }
         }
     }
@@ -607,10 +613,10 @@ fn import(args: &ImportArgs) -> CommandResult {
             for (fid, (shard, nsamples)) in entries.iter().enumerate() {
                 let counted = foreign::shard_samples(rows, fid as u16).len() as u64;
                 if counted != *nsamples {
-                    eprintln!(
+                    output::note(format_args!(
                         "note: {} lists {nsamples} samples, the index has {counted}",
                         output::shown(shard)
-                    );
+                    ));
                 }
             }
             (shards, builder)
@@ -650,7 +656,7 @@ fn import(args: &ImportArgs) -> CommandResult {
         .verify(Some(&binfmt_taridx::ShardFiles::new(shards)))
         .map_err(failed(out))?;
     builder.write_file(out).map_err(failed(out))?;
-    eprintln!("wrote {}", output::shown(out));
+    output::note(format_args!("wrote {}", output::shown(out)));
     Ok(Status::Success)
 }
 

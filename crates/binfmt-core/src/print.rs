@@ -1,0 +1,186 @@
+//! The printer gate: every line binfmt shows a person passes through here.
+//!
+//! Text printed by binfmt comes from many places: names inside files,
+//! paths from the command line, URLs from a shard list, the body of a
+//! server's error. Any of them can hold bytes that forge a line (`\n`),
+//! drive the terminal (ESC sequences) or show a name backwards
+//! (bidirectional overrides), and some can hold a secret (a URL's
+//! `user:password@`, the value of `AWS_SECRET_ACCESS_KEY`). [`line`] makes
+//! any text safe to print whatever its origin:
+//!
+//! 1. [`redact`]: a URL's userinfo becomes `***@`, and the values of the
+//!    secret environment variables ([`SECRET_VARIABLES`]) become `***`;
+//! 2. [`escape`]: control characters and the invisible characters that
+//!    reorder or break a line are written as Rust escapes (`\n`,
+//!    `\u{1b}`, `\u{202e}`); everything else, Unicode included, as it is.
+//!
+//! # Examples
+//!
+//! ```
+//! use binfmt_core::print;
+//! assert_eq!(print::line("bad\nname"), "bad\\nname");
+//! assert_eq!(
+//!     print::line("cannot read https://ann:hunter2@example.com/a.tar"),
+//!     "cannot read https://***@example.com/a.tar"
+//! );
+//! ```
+
+use std::borrow::Cow;
+
+/// Environment variables whose values are never printed.
+pub const SECRET_VARIABLES: &[&str] = &[
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+];
+
+/// `text` as one safe line: [`redact`]ed, then [`escape`]d.
+pub fn line(text: impl std::fmt::Display) -> String {
+    let text = text.to_string();
+    escape(&redact(&text)).into_owned()
+}
+
+/// A name as a text listing shows it: control characters (escape, newline,
+/// tab, ...) and the invisible characters that reorder or break what is
+/// shown (bidirectional marks, overrides and isolates, line and paragraph
+/// separators) escaped, so a name cannot forge lines, move the cursor or
+/// show its extension backwards; everything else as it is.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(hides) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hides(c) {
+            escaped.extend(c.escape_default());
+        } else {
+            escaped.push(c);
+        }
+    }
+    Cow::Owned(escaped)
+}
+
+/// Whether `c` is escaped by [`escape`].
+fn hides(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{61c}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+/// `text` without secrets: every URL's userinfo (`scheme://user:pass@`)
+/// replaced by `***`, and every value of a [`SECRET_VARIABLES`] variable
+/// (as it is, and as Rust's `{:?}` or [`escape`] would show it) by `***`.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let mut text = Cow::Borrowed(text);
+    for name in SECRET_VARIABLES {
+        let Some(value) = std::env::var_os(name) else {
+            continue;
+        };
+        let value = value.to_string_lossy();
+        // A value of a few characters would blot out ordinary words.
+        if value.chars().count() < 4 {
+            continue;
+        }
+        let debug = format!("{value:?}");
+        let forms = [
+            value.to_string(),
+            escape(&value).into_owned(),
+            debug
+                .get(1..debug.len().saturating_sub(1))
+                .unwrap_or_default()
+                .to_owned(),
+        ];
+        for form in forms {
+            if !form.is_empty() && text.contains(&form) {
+                text = Cow::Owned(text.replace(&form, "***"));
+            }
+        }
+    }
+    match redact_userinfo(&text) {
+        Some(redacted) => Cow::Owned(redacted),
+        None => text,
+    }
+}
+
+/// `text` with the userinfo of each `scheme://userinfo@host` replaced by
+/// `***`, or `None` when there is none.
+fn redact_userinfo(text: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = text;
+    let mut changed = false;
+    while let Some(at) = rest.find("://") {
+        let authority_start = at + 3;
+        let (head, tail) = rest.split_at(authority_start);
+        out.push_str(head);
+        // The authority ends at the path, query, fragment or any character
+        // a URL cannot hold unescaped (a quote or space around it in a
+        // message).
+        let end = tail
+            .find(|c: char| {
+                matches!(c, '/' | '?' | '#' | '"' | '\'' | '`' | '<' | '>')
+                    || c.is_whitespace()
+                    || c.is_control()
+            })
+            .unwrap_or(tail.len());
+        let (authority, after) = tail.split_at(end);
+        match authority.rfind('@') {
+            Some(at_sign) => {
+                out.push_str("***");
+                out.push_str(authority.get(at_sign..).unwrap_or_default());
+                changed = true;
+            }
+            None => out.push_str(authority),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_and_bidi_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(escape("caf\u{e9}/\u{65e5}.txt"), "caf\u{e9}/\u{65e5}.txt");
+        assert_eq!(escape("evil\nline"), "evil\\nline");
+        assert_eq!(escape("\u{1b}[2Jclear"), "\\u{1b}[2Jclear");
+        assert_eq!(escape("tab\there"), "tab\\there");
+        // A right-to-left override would show "exe.txt" as "txt.exe".
+        assert_eq!(escape("a\u{202e}txt.exe"), "a\\u{202e}txt.exe");
+        assert_eq!(escape("line\u{2028}break"), "line\\u{2028}break");
+        assert_eq!(escape("\u{7f}\u{85}"), "\\u{7f}\\u{85}");
+    }
+
+    #[test]
+    fn userinfo_is_redacted_wherever_a_url_stands() {
+        assert_eq!(
+            redact("http://user:password@host/x and s3://k:s@b/y"),
+            "http://***@host/x and s3://***@b/y"
+        );
+        assert_eq!(
+            redact("\"https://a@b@host:8/p\""),
+            "\"https://***@host:8/p\""
+        );
+        assert_eq!(redact("no url here: a@b"), "no url here: a@b");
+        assert_eq!(redact("https://host/p@q"), "https://host/p@q");
+        assert_eq!(redact("ends at ftp://u:p@h"), "ends at ftp://***@h");
+    }
+
+    #[test]
+    fn a_line_is_redacted_then_escaped() {
+        assert_eq!(
+            line("x://u:p@h/\u{1b}[31m\nforged"),
+            "x://***@h/\\u{1b}[31m\\nforged"
+        );
+    }
+}
