@@ -63,7 +63,7 @@ fn run_in(session: &Session, args: &Args) -> CommandResult {
         output::print_json(&sniffed)?;
     } else {
         let text = sniffed.iter().fold(String::new(), |mut text, entry| {
-            let _ = writeln!(text, "{}\t{}", entry.path, entry.format);
+            let _ = writeln!(text, "{}\t{}", output::escape(&entry.path), entry.format);
             text
         });
         output::print(&text)?;

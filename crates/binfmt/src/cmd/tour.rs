@@ -85,11 +85,7 @@ pub fn run(args: &Args) -> CommandResult {
         if format == Format::Unknown || shards.contains(&path) {
             continue;
         }
-        let shown = path
-            .strip_prefix(&args.dir)
-            .unwrap_or(&path)
-            .display()
-            .to_string();
+        let shown = output::shown(path.strip_prefix(&args.dir).unwrap_or(&path));
         let (entries, bytes, note) = match binfmt::open(&path).and_then(|source| source.list()) {
             Ok(entries) => {
                 if format == Format::Arcx
@@ -121,7 +117,7 @@ pub fn run(args: &Args) -> CommandResult {
                 let prefix = format!("{}: ", path.display());
                 let why = why.strip_prefix(&prefix).unwrap_or(&why);
                 // The reason, without the detail of where it was found.
-                let why = why.split(" (").next().unwrap_or(why).to_owned();
+                let why = binfmt_core::print::line(why.split(" (").next().unwrap_or(why));
                 ("-".to_owned(), "-".to_owned(), why)
             }
         };
@@ -140,10 +136,7 @@ pub fn run(args: &Args) -> CommandResult {
     let _ = writeln!(
         text,
         "\n2. {} through every format and back\n",
-        dataset
-            .strip_prefix(&args.dir)
-            .unwrap_or(&dataset)
-            .display()
+        output::shown(dataset.strip_prefix(&args.dir).unwrap_or(&dataset))
     );
     let _ = writeln!(
         text,
