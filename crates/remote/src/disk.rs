@@ -28,6 +28,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use binfmt_core::dir;
+use binfmt_core::error::IoResultExt;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
@@ -373,17 +374,16 @@ impl DiskObject {
         }
     }
 
-    fn write_file(&self, start: u64, data: &[u8]) -> io::Result<()> {
-        let mut file = tempfile::Builder::new()
-            .prefix(".partial-")
-            .tempfile_in(&self.dir)?;
-        file.write_all(&header(start, data))?;
-        file.write_all(data)?;
-        // The rename replaces whatever has the name (a planted symlink
-        // included), never writes through it.
-        file.persist(self.dir.join(format!("{start}-{}", data.len())))
-            .map_err(|error| error.error)?;
-        Ok(())
+    /// Writes the range's file through the output gate's
+    /// [`binfmt_core::AtomicFile`] (a temporary file, then a rename that
+    /// replaces whatever has the name, a planted symlink included, never
+    /// writing through it), readable by the user alone.
+    fn write_file(&self, start: u64, data: &[u8]) -> binfmt_core::Result<()> {
+        let path = self.dir.join(format!("{start}-{}", data.len()));
+        let mut file = binfmt_core::AtomicFile::create_with_mode(&path, 0o600)?;
+        file.write_all(&header(start, data)).with_path(&path)?;
+        file.write_all(data).with_path(&path)?;
+        file.commit()
     }
 }
 
