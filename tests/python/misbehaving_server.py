@@ -19,6 +19,10 @@ The first path component picks the behaviour; the rest names the file:
   /drop-noetag/NAME   like drop-always, without an ETag (nothing to resume by)
   /flaky/NAME         the first two requests for each range get 503, the
                       third a correct answer
+  /huge-total/NAME    every Content-Range claims a total of 64 GiB: a suffix
+                      range is answered with the file's last bytes labelled
+                      as the end of 64 GiB; other ranges with the file's
+                      bytes where it has them (416 past them)
 
 Each request is logged to stdout as one line: method, path, Range, status.
 """
@@ -109,6 +113,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not head:
                 self.wfile.write(data)
             return
+        if mode == "huge-total":
+            return self.huge_total(data)
         start, end, suffix = rng
         if start >= size:
             self.note(416)
@@ -146,6 +152,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        self.wfile.write(body)
+
+    def huge_total(self, data):
+        claimed = 64 << 30
+        rng = parse_range(self.headers.get("Range"), claimed)
+        start, end, suffix = rng
+        if suffix:
+            n = end - start + 1
+            body = data[-n:] if n <= len(data) else data
+            start = claimed - len(body)
+            end = claimed - 1
+        elif start >= len(data):
+            self.note(416)
+            self.send_response(416)
+            self.send_header("Content-Range", "bytes */%d" % claimed)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        else:
+            body = data[start:end + 1]
+        self.note(206)
+        self.send_response(206)
+        self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, claimed))
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("ETag", '"%s"' % hashlib.sha1(data).hexdigest()[:16])
+        self.end_headers()
         self.wfile.write(body)
 
 

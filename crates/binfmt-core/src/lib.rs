@@ -21,6 +21,9 @@
 //!   is opened there (regular files only, checked on the descriptor);
 //! - [`atomic`]'s [`Inputs`]: the output gate's check that an output is none
 //!   of the command's inputs;
+//! - `dir` (Unix): the untrusted-directory helper for caches: entries
+//!   opened and deleted by name, never through a symlink, regular files
+//!   only, in a directory no other user can write;
 //! - [`print`]: the printer gate, [`print::line`]: every line shown to a
 //!   person, escaped and without secrets;
 //! - [`io`]: [`io::write_all_vectored`], a record's parts in one write;
@@ -32,6 +35,8 @@
 pub mod alloc;
 pub mod atomic;
 pub mod cursor;
+#[cfg(unix)]
+pub mod dir;
 pub mod error;
 pub mod extract;
 pub mod input;

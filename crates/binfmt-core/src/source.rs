@@ -153,14 +153,11 @@ pub trait SourceExt: Source {
     /// checked against the source's size before anything is allocated.
     fn bytes_at(&self, offset: u64, len: u64, what: impl Into<What>) -> Result<Cow<'_, [u8]>> {
         let what = what.into();
-        let range = check_range(offset, len, self.len(), what)?;
+        let range = check_range(offset, len, self.len(), what.clone())?;
         if let Some(bytes) = self.borrow_at(offset, len) {
             return Ok(Cow::Borrowed(bytes));
         }
-        let mut buf = vec![0; range.len()];
-        self.read_exact_at(offset, &mut buf)
-            .with_path(self.name())?;
-        Ok(Cow::Owned(buf))
+        Ok(Cow::Owned(read_fresh(self, offset, range.len(), what)?))
     }
 
     /// The `len` bytes at `offset`, for a reader that holds a large range
@@ -784,8 +781,39 @@ pub fn read_vec_at<S: Source + ?Sized>(
 ) -> Result<Vec<u8>> {
     let what = what.into();
     check_range(offset, len, source.len(), what.clone())?;
-    let mut buf = vec![0; to_usize(len, what.clone())?];
-    source.fill_at(offset, &mut buf, what)?;
+    let len = to_usize(len, what.clone())?;
+    if let Some(bytes) = source.borrow_at(offset, len as u64) {
+        return Ok(bytes.to_vec());
+    }
+    read_fresh(source, offset, len, what)
+}
+
+/// The most bytes made ready (zeroed) ahead of a read: a larger region is
+/// read in steps of this size.
+const READ_STEP: usize = 16 << 20;
+
+/// The `len` bytes at `offset` of `source` in a fresh buffer, for a region
+/// already checked against the source's size. That size may be a claim
+/// (a server's `Content-Range` total): the buffer's room is reserved
+/// fallibly ([`Error::OutOfMemory`], never an abort) and filled one step at
+/// a time, so memory is committed only as bytes arrive, and a region the
+/// source cannot deliver fails at its first missing step.
+fn read_fresh<S: Source + ?Sized>(
+    source: &S,
+    offset: u64,
+    len: usize,
+    what: What,
+) -> Result<Vec<u8>> {
+    let mut buf = crate::alloc::vec_with_capacity(len, what)?;
+    while buf.len() < len {
+        let start = buf.len();
+        buf.resize(start + (len - start).min(READ_STEP), 0);
+        if let Some(step) = buf.get_mut(start..) {
+            source
+                .read_exact_at(offset + start as u64, step)
+                .with_path(source.name())?;
+        }
+    }
     Ok(buf)
 }
 
@@ -793,6 +821,45 @@ pub fn read_vec_at<S: Source + ?Sized>(
 mod tests {
     use super::*;
     use std::io::{Cursor, Write};
+
+    /// 99 bytes that claim to be 64 GiB, like a lying server.
+    #[derive(Debug)]
+    struct Claiming(Vec<u8>);
+
+    impl Source for Claiming {
+        fn len(&self) -> u64 {
+            64 << 30
+        }
+        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+            let start = usize::try_from(offset).map_err(io::Error::other)?;
+            let bytes = self
+                .0
+                .get(start..start + buf.len())
+                .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+            buf.copy_from_slice(bytes);
+            Ok(())
+        }
+        fn name(&self) -> &Path {
+            Path::new("claiming")
+        }
+    }
+
+    #[test]
+    fn a_claimed_size_never_allocates_before_the_bytes_arrive() {
+        let source = Claiming(vec![7; 99]);
+        // Not an abort: the reservation fails, or the first step beyond
+        // the real bytes does.
+        assert!(source.bytes_at(0, 64 << 30, "region").is_err());
+        assert!(read_vec_at(&source, 16, 32 << 30, "region").is_err());
+        assert_eq!(&source.bytes_at(10, 20, "ok").unwrap()[..], &[7; 20]);
+        assert_eq!(read_vec_at(&source, 0, 99, "ok").unwrap(), vec![7; 99]);
+        let bytes: Vec<u8> = (0..(READ_STEP * 2 + 5)).map(|i| i as u8).collect();
+        let source = Claiming(bytes.clone());
+        assert_eq!(
+            read_vec_at(&source, 3, bytes.len() as u64 - 3, "steps").unwrap(),
+            &bytes[3..]
+        );
+    }
 
     fn temp_file(contents: &[u8]) -> tempfile::NamedTempFile {
         let mut file = tempfile::NamedTempFile::new().unwrap();

@@ -243,6 +243,9 @@ impl Family {
                     .map_err(|error| setup(describe(&error)))?,
             ),
             Scheme::S3 => {
+                // object_store panics on a value it cannot put in a
+                // request: every setting is checked first.
+                crate::env::check_s3(std::env::vars_os(), &options.s3_settings).map_err(setup)?;
                 let mut builder = AmazonS3Builder::from_env();
                 for (name, value) in &options.s3_settings {
                     let key: AmazonS3ConfigKey = name
@@ -451,7 +454,9 @@ pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     {
         message = format!("{message}: {root}");
     }
-    one_line(&message)
+    // A library user printing the error is safe too: no userinfo, no
+    // secret variable's value.
+    one_line(&binfmt_core::print::redact(&message))
 }
 
 /// Collapses whitespace and caps the length: messages are one line.

@@ -3,24 +3,41 @@
 //! Layout: `DIR/<key>/<start>-<len>`, where `<key>` is the SHA-256 (hex,
 //! first 32 digits) of the object's URL, strong ETag and size, so a replaced
 //! object gets a new key and its old ranges are never read again. Each file
-//! is written to a temporary name in the same directory and renamed into
-//! place, so a reader sees a whole range or none. Reading a file sets its
-//! modification time; when the files add up to more than the limit, the
-//! least recently used (oldest modification time) are deleted first.
-//! A file whose length disagrees with its name is ignored and deleted.
+//! is a 56-byte header (`binfmtRC`, the range's start and length, the
+//! SHA-256 of the bytes) and the bytes; it is written to a temporary name in
+//! the same directory and renamed into place, so a reader sees a whole range
+//! or none. Reading a file sets its modification time; when the files add up
+//! to more than the limit, the least recently used (oldest modification
+//! time) are deleted first.
+//!
+//! The directory is not trusted beyond its path: it must be the user's and
+//! writable by no one else (see spec/remote.md, "Caches and memory"), and
+//! every entry goes through [`binfmt_core::dir`]: opened by a name this
+//! module made, never through a symlink, only if it is a regular file,
+//! never blocking. A file is used only if its header and checksum say it is
+//! this range's bytes (otherwise it is a miss, fetched again, and the file
+//! removed); only files with this module's names and header are ever
+//! deleted.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use binfmt_core::dir;
+use binfmt_core::error::IoResultExt;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use crate::error::{RemoteError, Result};
+
+/// What every cache file starts with.
+const MAGIC: &[u8; 8] = b"binfmtRC";
+/// Magic, start, length, SHA-256 of the bytes.
+const HEADER: u64 = 8 + 8 + 8 + 32;
 
 /// The cache directory and its byte limit, shared by every object of a
 /// family.
@@ -46,13 +63,78 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A cache file's header for the bytes `data` at `start`.
+fn header(start: u64, data: &[u8]) -> [u8; HEADER as usize] {
+    let mut header = [0; HEADER as usize];
+    let digest = Sha256::digest(data);
+    for (target, part) in header.chunks_mut(8).take(3).zip([
+        MAGIC.as_slice(),
+        &start.to_le_bytes(),
+        &(data.len() as u64).to_le_bytes(),
+    ]) {
+        target.copy_from_slice(part);
+    }
+    if let Some(target) = header.get_mut(24..) {
+        target.copy_from_slice(&digest);
+    }
+    header
+}
+
+/// Whether `header` is this module's header for the range `start`, `len`.
+fn is_ours(header: &[u8], start: u64, len: u64) -> bool {
+    header.get(..8) == Some(MAGIC.as_slice())
+        && header.get(8..16) == Some(start.to_le_bytes().as_slice())
+        && header.get(16..24) == Some(len.to_le_bytes().as_slice())
+}
+
+/// Whether `name` is a 32-digit lowercase hex key, as [`DiskCache::object`]
+/// makes.
+fn is_key(name: &str) -> bool {
+    name.len() == 32
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte))
+}
+
+/// `START-LEN` as [`DiskObject::write_file`] names it (canonical decimal:
+/// no sign, no leading zero), or `None`.
+fn parse_name(name: &str) -> Option<(u64, u64)> {
+    let (start, len) = name.split_once('-')?;
+    let number = |text: &str| -> Option<u64> {
+        let canonical = !text.is_empty()
+            && text.bytes().all(|byte| byte.is_ascii_digit())
+            && (text == "0" || !text.starts_with('0'));
+        canonical.then(|| text.parse().ok()).flatten()
+    };
+    Some((number(start)?, number(len)?))
+}
+
+/// Reads the header of an entry and tells whether it is ours; the file is
+/// opened through the untrusted-directory helper.
+fn proven(dir: &Path, name: &str, start: u64, len: u64) -> bool {
+    let Ok(Some((mut file, file_len))) = dir::open_file(dir, name) else {
+        return false;
+    };
+    let mut head = [0; HEADER as usize];
+    file_len == HEADER + len && file.read_exact(&mut head).is_ok() && is_ours(&head, start, len)
+}
+
+fn cache_dir_error(path: &Path, error: binfmt_core::Error) -> RemoteError {
+    let source = match error {
+        binfmt_core::Error::Io { source, .. } => source,
+        other => io::Error::other(other.to_string()),
+    };
+    RemoteError::CacheDir {
+        path: path.to_owned(),
+        source,
+    }
+}
+
 impl DiskCache {
-    /// Creates `root` if needed.
+    /// Creates `root` if needed (mode 0700); refuses one that is a symlink,
+    /// not the user's, or writable by other users.
     pub fn new(root: &Path, limit: u64) -> Result<Self> {
-        fs::create_dir_all(root).map_err(|source| RemoteError::CacheDir {
-            path: root.to_owned(),
-            source,
-        })?;
+        dir::create_private(root).map_err(|error| cache_dir_error(root, error))?;
         Ok(Self {
             root: root.to_owned(),
             limit,
@@ -79,15 +161,14 @@ impl DiskCache {
             .take(16)
             .map(|byte| format!("{byte:02x}"))
             .collect();
-        let dir = self.root.join(key);
-        fs::create_dir_all(&dir).ok()?;
+        let dir = dir::subdir(&self.root, &key).ok()?;
         let mut ranges = BTreeMap::new();
-        for entry in fs::read_dir(&dir).ok()?.flatten() {
-            let name = entry.file_name();
-            let Some((start, len)) = name.to_str().and_then(parse_name) else {
+        for (name, metadata) in dir::files(&dir).ok()? {
+            let Some((start, len)) = parse_name(&name) else {
                 continue;
             };
-            if start.checked_add(len).is_some_and(|end| end <= size) && len > 0 {
+            let fits = start.checked_add(len).is_some_and(|end| end <= size);
+            if fits && len > 0 && len <= self.limit && metadata.len() == HEADER + len {
                 ranges.insert(start, len);
             }
         }
@@ -103,7 +184,7 @@ impl DiskCache {
         let mut used = lock(&self.used);
         let total = match *used {
             Some(total) => total + added,
-            None => self.files().iter().map(|file| file.2).sum(),
+            None => self.files().iter().map(|file| file.3).sum(),
         };
         *used = Some(total);
         if total <= self.limit {
@@ -114,45 +195,49 @@ impl DiskCache {
         let target = self.limit - self.limit / 10;
         let mut files = self.files();
         files.sort();
-        let mut total: u64 = files.iter().map(|file| file.2).sum();
-        for (_, path, len) in files {
+        let mut total: u64 = files.iter().map(|file| file.3).sum();
+        for (_, dir, name, len) in files {
             if total <= target {
                 break;
             }
-            if fs::remove_file(&path).is_ok() {
+            // Only a file whose header says this module wrote it.
+            let Some((start, range_len)) = parse_name(&name) else {
+                continue;
+            };
+            if proven(&dir, &name, start, range_len)
+                && dir::remove_file(&dir, &name).is_ok_and(|removed| removed)
+            {
                 total -= len;
             }
         }
         *used = Some(total);
     }
 
-    /// Every file in the cache: modification time, path, length.
-    fn files(&self) -> Vec<(SystemTime, PathBuf, u64)> {
+    /// Every cache file: modification time, directory, name, length. Only
+    /// entries with this module's names that are regular files of the
+    /// user's, in real directories (symlinks are never followed), count.
+    fn files(&self) -> Vec<(SystemTime, PathBuf, String, u64)> {
         let mut files = Vec::new();
-        let Ok(objects) = fs::read_dir(&self.root) else {
+        let Ok(objects) = dir::subdirs(&self.root) else {
             return files;
         };
-        for object in objects.flatten() {
-            let Ok(entries) = fs::read_dir(object.path()) else {
+        for key in objects.into_iter().filter(|name| is_key(name)) {
+            let object = self.root.join(&key);
+            let Ok(entries) = dir::files(&object) else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let Ok(metadata) = entry.metadata() else {
+            for (name, metadata) in entries {
+                let Some((_, len)) = parse_name(&name) else {
                     continue;
                 };
-                if metadata.is_file() {
+                if metadata.len() == HEADER.saturating_add(len) {
                     let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                    files.push((modified, entry.path(), metadata.len()));
+                    files.push((modified, object.clone(), name, metadata.len()));
                 }
             }
         }
         files
     }
-}
-
-fn parse_name(name: &str) -> Option<(u64, u64)> {
-    let (start, len) = name.split_once('-')?;
-    Some((start.parse().ok()?, len.parse().ok()?))
 }
 
 impl DiskObject {
@@ -227,20 +312,30 @@ impl DiskObject {
         missing
     }
 
-    /// The whole file of the range at `start`, if it is there and whole;
-    /// its modification time becomes now (it was just used).
+    /// The range at `start`, if its file is there, whole and checked
+    /// against its checksum; its modification time becomes now (it was
+    /// just used). A file that fails a check is removed when its header
+    /// says it is ours.
     fn read_file(&self, start: u64, len: u64) -> Option<Bytes> {
-        let path = self.dir.join(format!("{start}-{len}"));
-        let mut file = File::open(&path).ok()?;
-        let metadata = file.metadata().ok()?;
-        if metadata.len() != len {
-            let _ = fs::remove_file(&path);
+        let name = format!("{start}-{len}");
+        let (mut file, file_len) = dir::open_file(&self.dir, &name).ok()??;
+        let mut head = [0; HEADER as usize];
+        if file.read_exact(&mut head).is_err() || !is_ours(&head, start, len) {
             return None;
         }
-        let mut bytes = vec![0; usize::try_from(len).ok()?];
-        file.read_exact(&mut bytes).ok()?;
-        let _ = file.set_modified(SystemTime::now());
-        Some(bytes.into())
+        let bytes = (file_len == HEADER + len)
+            .then(|| read_checked(&mut file, len, &head))
+            .flatten();
+        match bytes {
+            Some(bytes) => {
+                let _ = file.set_modified(SystemTime::now());
+                Some(bytes)
+            }
+            None => {
+                let _ = dir::remove_file(&self.dir, &name);
+                None
+            }
+        }
     }
 
     /// Keeps the parts of `bytes` (the object's bytes from `start`) that the
@@ -248,7 +343,7 @@ impl DiskObject {
     /// requests.
     pub fn write(&self, cache: &DiskCache, start: u64, bytes: &Bytes) {
         let end = start + bytes.len() as u64;
-        if bytes.is_empty() || bytes.len() as u64 > cache.limit {
+        if bytes.is_empty() || bytes.len() as u64 + HEADER > cache.limit {
             return;
         }
         let mut pieces: Vec<Range<u64>> = std::iter::once(start..end).collect();
@@ -271,7 +366,7 @@ impl DiskObject {
             };
             if self.write_file(piece.start, data).is_ok() {
                 lock(&self.ranges).insert(piece.start, data.len() as u64);
-                added += data.len() as u64;
+                added += data.len() as u64 + HEADER;
             }
         }
         if added > 0 {
@@ -279,15 +374,26 @@ impl DiskObject {
         }
     }
 
-    fn write_file(&self, start: u64, data: &[u8]) -> io::Result<()> {
-        let mut file = tempfile::Builder::new()
-            .prefix(".partial-")
-            .tempfile_in(&self.dir)?;
-        file.write_all(data)?;
-        file.persist(self.dir.join(format!("{start}-{}", data.len())))
-            .map_err(|error| error.error)?;
-        Ok(())
+    /// Writes the range's file through the output gate's
+    /// [`binfmt_core::AtomicFile`] (a temporary file, then a rename that
+    /// replaces whatever has the name, a planted symlink included, never
+    /// writing through it), readable by the user alone.
+    fn write_file(&self, start: u64, data: &[u8]) -> binfmt_core::Result<()> {
+        let path = self.dir.join(format!("{start}-{}", data.len()));
+        let mut file = binfmt_core::AtomicFile::create_with_mode(&path, 0o600)?;
+        file.write_all(&header(start, data)).with_path(&path)?;
+        file.write_all(data).with_path(&path)?;
+        file.commit()
     }
+}
+
+/// The `len` bytes after the header, if their SHA-256 is the header's.
+fn read_checked(file: &mut File, len: u64, head: &[u8]) -> Option<Bytes> {
+    let mut bytes =
+        binfmt_core::alloc::vec_with_capacity(usize::try_from(len).ok()?, "cache file").ok()?;
+    file.take(len).read_to_end(&mut bytes).ok()?;
+    let digest = Sha256::digest(&bytes);
+    (bytes.len() as u64 == len && head.get(24..) == Some(digest.as_slice())).then(|| bytes.into())
 }
 
 /// `piece` without `hole`: zero, one or two ranges.
@@ -309,11 +415,12 @@ fn subtract(piece: Range<u64>, hole: &Range<u64>) -> Vec<Range<u64>> {
 #[allow(clippy::single_range_in_vec_init)] // one gap is a list of gaps
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn ranges_come_back_from_a_fresh_handle_and_the_limit_holds() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(dir.path(), 250).unwrap();
+        let cache = DiskCache::new(&dir.path().join("c"), 400).unwrap();
         let object = cache.object("http://h/x", "\"e1\"", 1000).unwrap();
         let data: Bytes = (0..1000u32).map(|i| i as u8).collect::<Vec<u8>>().into();
         object.write(&cache, 100, &data.slice(100..200));
@@ -332,17 +439,104 @@ mod tests {
 
         // Past the limit the least recently used range goes.
         object.write(&cache, 500, &data.slice(500..600));
-        let sizes: u64 = cache.files().iter().map(|file| file.2).sum();
-        assert!(sizes <= 250, "{sizes}");
+        let sizes: u64 = cache.files().iter().map(|file| file.3).sum();
+        assert!(sizes <= 400, "{sizes}");
+    }
+
+    /// The cache's one object directory and its only file.
+    fn only_file(cache: &DiskCache) -> (PathBuf, String) {
+        let files = cache.files();
+        assert_eq!(files.len(), 1, "{files:?}");
+        (files[0].1.clone(), files[0].2.clone())
+    }
+
+    #[test]
+    fn a_changed_byte_is_a_miss_and_the_entry_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
+        let object = cache.object("http://h/x", "\"e\"", 100).unwrap();
+        object.write(&cache, 10, &Bytes::from_static(b"0123456789"));
+        let (object_dir, name) = only_file(&cache);
+        let path = object_dir.join(&name);
+        let mut bytes = fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        fs::write(&path, bytes).unwrap();
+        let again = cache.object("http://h/x", "\"e\"", 100).unwrap();
+        let mut buf = [0; 10];
+        let (missing, found) = again.read(vec![10..20], 10, &mut buf);
+        assert_eq!(missing, vec![10..20]);
+        assert!(found.is_empty());
+        assert!(!path.exists(), "the bad entry is removed");
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_an_entry_is_a_miss_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
+        let object = cache.object("http://h/x", "\"e\"", 100).unwrap();
+        object.write(&cache, 0, &Bytes::from_static(b"abc"));
+        let (object_dir, name) = only_file(&cache);
+        let path = object_dir.join(&name);
+        fs::remove_file(&path).unwrap();
+        let status = std::process::Command::new("mkfifo").arg(&path).status();
+        assert!(status.unwrap().success());
+        let (missing, _) = object.read(vec![0..3], 0, &mut [0; 3]);
+        assert_eq!(missing, vec![0..3]);
+        assert!(path.exists(), "not ours: left alone");
+    }
+
+    #[test]
+    fn eviction_never_follows_a_planted_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::create_dir(&victim).unwrap();
+        // Named like cache entries, in a directory named like a key.
+        fs::write(victim.join("0-10"), [1; 66]).unwrap();
+        let root = dir.path().join("c");
+        let cache = DiskCache::new(&root, 300).unwrap();
+        std::os::unix::fs::symlink(&victim, root.join("0".repeat(32))).unwrap();
+        std::os::unix::fs::symlink(victim.join("0-10"), root.join("1".repeat(32))).unwrap();
+        let object = cache.object("http://h/x", "\"e\"", 1000).unwrap();
+        for start in 0..10 {
+            object.write(&cache, start * 50, &Bytes::from(vec![2; 50]));
+        }
+        assert_eq!(fs::read(victim.join("0-10")).unwrap(), [1; 66]);
+        assert!(cache.files().iter().map(|file| file.3).sum::<u64>() <= 300);
+        // A symlink to elsewhere in place of an object's directory is
+        // refused, not written through.
+        let key_of_other = cache.object("http://h/y", "\"e\"", 1000).unwrap().dir;
+        fs::remove_dir_all(&key_of_other).unwrap();
+        std::os::unix::fs::symlink(&victim, &key_of_other).unwrap();
+        assert!(cache.object("http://h/y", "\"e\"", 1000).is_none());
+    }
+
+    #[test]
+    fn a_directory_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        fs::create_dir(&root).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o1777)).unwrap();
+        let error = DiskCache::new(&root, 100).unwrap_err();
+        assert!(
+            error.to_string().contains("writable by other users"),
+            "{error}"
+        );
+        let link = dir.path().join("link");
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::symlink(&root, &link).unwrap();
+        assert!(DiskCache::new(&link, 100).is_err());
     }
 
     #[test]
     fn a_damaged_file_is_a_miss() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(dir.path(), 1 << 20).unwrap();
+        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
         let object = cache.object("s3://b/k", "\"e\"", 100).unwrap();
         object.write(&cache, 0, &Bytes::from_static(&[7; 10]));
         fs::write(object.dir.join("0-10"), [7; 4]).unwrap();
+        assert_eq!(parse_name("00-10"), None);
+        assert_eq!(parse_name("+1-10"), None);
         let (missing, found) = object.read(vec![0..10], 0, &mut [0; 10]);
         assert_eq!(missing, vec![0..10]);
         assert!(found.is_empty());

@@ -57,6 +57,7 @@
 mod cache;
 mod client;
 mod disk;
+mod env;
 mod error;
 mod location;
 mod options;

@@ -21,20 +21,84 @@ pub fn is_remote(path: &str) -> bool {
     })
 }
 
-/// `url` with anything between `://` and an `@` in its authority replaced
-/// by `***`: messages never show a password, even one in a refused URL.
+/// The longest URL accepted, in bytes: far above any real object's (S3
+/// keys are at most 1,024 bytes), and far below what the HTTP stack
+/// refuses by panicking (65,535), even once each path byte is
+/// percent-encoded.
+pub(crate) const MAX_URL: usize = 8192;
+
+/// `url` without its userinfo: the printer gate's redaction
+/// ([`binfmt_core::print::redact`]) for `scheme://user:pass@host`, and, for
+/// the forms the URL parser also reads as userinfo (`http:user:pass@host`,
+/// backslashes), `***` in place of everything between the scheme and the
+/// last `@` of the authority. Messages never show a password, even one in a
+/// refused URL.
 fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
+    let redacted = binfmt_core::print::redact(url).into_owned();
+    let Some((scheme, rest)) = redacted.split_once(':') else {
+        return redacted;
     };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest
-        .get(..authority_end)
-        .and_then(|authority| authority.rfind('@'))
-    {
-        Some(at) => format!("{scheme}://***{}", rest.get(at..).unwrap_or_default()),
-        None => url.to_owned(),
+    let authority = rest.trim_start_matches(['/', '\\']);
+    let slashes = rest.len() - authority.len();
+    let end = authority
+        .find(['/', '\\', '?', '#'])
+        .unwrap_or(authority.len());
+    match authority.get(..end).and_then(|part| part.rfind('@')) {
+        Some(at) if !authority.starts_with("***@") => format!(
+            "{scheme}:{}***{}",
+            rest.get(..slashes).unwrap_or_default(),
+            authority.get(at..).unwrap_or_default()
+        ),
+        _ => redacted,
     }
+}
+
+/// Whether a path segment of a URL, percent-decoded, is `.` or `..`, or
+/// holds a separator once decoded (`%2e%2e`, `.%2E`, `%2f`): the URL parser
+/// resolves encoded dot segments, and servers may split at a decoded `/`,
+/// so such a path could name another object than it reads as.
+fn hides_a_dot_segment(segment: &str) -> bool {
+    let decoded: Vec<u8> = percent_decode(segment);
+    decoded == b"." || decoded == b".." || decoded.contains(&b'/') || decoded.contains(&b'\\')
+}
+
+fn percent_decode(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|pair| std::str::from_utf8(pair).ok())
+            .filter(|_| byte == b'%')
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
+        match hex {
+            Some(value) => {
+                decoded.push(value);
+                at += 3;
+            }
+            None => {
+                decoded.push(byte);
+                at += 1;
+            }
+        }
+    }
+    decoded
+}
+
+/// The path of `url` as written (before the parser resolves anything):
+/// after the scheme and authority, up to a query or fragment.
+fn raw_path(url: &str) -> &str {
+    let Some((_, rest)) = url.split_once(':') else {
+        return "";
+    };
+    let authority = rest.trim_start_matches(['/', '\\']);
+    let path = authority
+        .find(['/', '\\'])
+        .and_then(|start| authority.get(start..))
+        .unwrap_or_default();
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    path.get(..end).unwrap_or_default()
 }
 
 /// How an object is reached.
@@ -71,12 +135,33 @@ impl Location {
     /// Parses and checks `url`.
     pub fn parse(url: &str) -> Result<Self> {
         let shown = redact(url);
+        if url.len() > MAX_URL {
+            return Err(invalid(
+                &shown.chars().take(200).collect::<String>(),
+                format!(
+                    "the URL is {} bytes long, more than the {MAX_URL} accepted",
+                    url.len()
+                ),
+            ));
+        }
+        if raw_path(url).split(['/', '\\']).any(hides_a_dot_segment) {
+            return Err(invalid(
+                &shown,
+                "a path segment is `.` or `..` (percent-encoded or not) or holds an encoded separator",
+            ));
+        }
         let parsed =
             Url::parse(url).map_err(|error| invalid(&shown, format!("not a URL: {error}")))?;
         Self::from_url(shown, parsed)
     }
 
     fn from_url(display: String, url: Url) -> Result<Self> {
+        if url.as_str().len() > MAX_URL {
+            return Err(invalid(
+                &display.chars().take(200).collect::<String>(),
+                format!("the URL is longer than the {MAX_URL} bytes accepted"),
+            ));
+        }
         let scheme = match url.scheme() {
             "http" | "https" => Scheme::Http,
             "s3" => Scheme::S3,
@@ -132,7 +217,7 @@ impl Location {
             || name.contains(['?', '#', '\\'])
             || name
                 .split('/')
-                .any(|part| part.is_empty() || part == "." || part == "..");
+                .any(|part| part.is_empty() || hides_a_dot_segment(part));
         if bad {
             return Err(invalid(
                 &self.display,
@@ -222,5 +307,60 @@ mod tests {
             assert!(!error.to_string().contains("secret@"), "{error}");
         }
         assert!(is_remote("http://h/x") && is_remote("s3://b/k") && !is_remote("/tmp/x"));
+    }
+
+    #[test]
+    fn dot_segments_are_refused_encoded_or_not() {
+        for url in [
+            "http://h/a/../b",
+            "http://h/a/./b",
+            "http://h/a/%2e%2e/b",
+            "http://h/a/%2E%2E/b",
+            "http://h/a/.%2e/b",
+            "http://h/a/%2e./b",
+            "http://h/a/%2e/b",
+            "s3://bucket/%2e%2e/other/key",
+            "http://h/a/%2e%2e",
+            "http://h/a/..%2fb",
+            "http://h/a\\..\\b",
+        ] {
+            let error = Location::parse(url).unwrap_err();
+            assert!(error.to_string().contains("`.` or `..`"), "{url}: {error}");
+        }
+        assert!(Location::parse("http://h/a/..b/%2e.x").is_ok());
+        let location = Location::parse("http://h/a/b").unwrap();
+        for bad in ["%2e%2e/x", ".%2E/x", "%2e/x", "a%2fb"] {
+            assert!(location.sibling(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn overlong_urls_are_refused_before_the_http_stack_sees_them() {
+        let url = format!("http://h/{}", "a".repeat(70_000));
+        let error = Location::parse(&url).unwrap_err();
+        assert!(error.to_string().contains("more than the 8192"), "{error}");
+        assert!(error.to_string().len() < 400);
+        let location = Location::parse("s3://b/k").unwrap();
+        assert!(location.sibling(&"x".repeat(MAX_URL)).is_err());
+    }
+
+    #[test]
+    fn userinfo_never_reaches_an_error_in_any_spelling() {
+        for url in [
+            "http://user:hunter22@h/x",
+            "http:user:hunter22@h/x",
+            "http:/user:hunter22@h/x",
+            "http:\\\\user:hunter22@h/x",
+            "s3://user:hunter22@bucket/x",
+            "https://user:hunter22@/x",
+            "http://a:hunter22@b@h/x",
+        ] {
+            let error = Location::parse(url).unwrap_err();
+            let RemoteError::InvalidUrl { url: shown, .. } = &error else {
+                unreachable!("{error:?}")
+            };
+            assert!(!error.to_string().contains("hunter22"), "{url}: {error}");
+            assert!(!shown.contains("hunter22"), "{url}: {error}");
+        }
     }
 }

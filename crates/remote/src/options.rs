@@ -181,6 +181,9 @@ impl RemoteOptions {
     /// (least recently used files go first), for later runs. Entries are
     /// keyed by URL, ETag and size, so a replaced object is never served
     /// from the cache; objects without a strong ETag are not cached on disk.
+    /// `dir` must be the user's and writable by no one else (it is made
+    /// with mode 0700 when absent); its entries are checked against a
+    /// checksum on every read, and never followed through a symlink.
     pub fn with_cache_dir(mut self, dir: impl AsRef<Path>, limit: u64) -> Self {
         self.cache_dir = Some((dir.as_ref().to_owned(), limit));
         self

@@ -21,7 +21,8 @@ pub struct RemoteArgs {
     pub stats: bool,
     /// Keep fetched ranges of remote files under DIR, for later runs (only
     /// for servers that send strong ETags, so a replaced object is never
-    /// served from the cache).
+    /// served from the cache). DIR must be yours and writable by no one
+    /// else: a cache directory is never shared between users.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// The most bytes --cache-dir may hold; the least recently used ranges

@@ -1,0 +1,216 @@
+//! The S3 settings, checked before a store is built.
+//!
+//! object_store reads every `AWS_*` variable it knows
+//! (`AmazonS3Builder::from_env`) and trusts them: a value that cannot go
+//! into an HTTP header (a newline in `AWS_SESSION_TOKEN`) or an endpoint
+//! that is not a URL panics inside it on the first request. So each value
+//! it would read, from the environment and from
+//! [`crate::RemoteOptions::with_s3_setting`], is checked here first, by
+//! what it becomes: a URL, a region (part of a host name and of the
+//! signature), a file path, or header text. A bad one is one message naming
+//! the variable, never its value (it may be a secret).
+
+use std::ffi::OsString;
+
+use object_store::ClientConfigKey;
+use object_store::aws::AmazonS3ConfigKey;
+use url::Url;
+
+use crate::location::MAX_URL;
+
+/// What a setting's value must be.
+enum Kind {
+    /// An `http://` or `https://` URL with a host and no userinfo.
+    Url,
+    /// A path on the server, starting with `/` (ECS's relative URI).
+    UrlPath,
+    /// Letters, digits and `-` (a region is part of a host name).
+    Region,
+    /// A local file's path: no control characters.
+    Path,
+    /// Printable ASCII (`0x20..=0x7e`): what an HTTP header may carry.
+    Header,
+}
+
+fn kind(key: &AmazonS3ConfigKey) -> Kind {
+    match key {
+        AmazonS3ConfigKey::Endpoint
+        | AmazonS3ConfigKey::S3Endpoint
+        | AmazonS3ConfigKey::MetadataEndpoint
+        | AmazonS3ConfigKey::StsEndpoint
+        | AmazonS3ConfigKey::ContainerCredentialsFullUri
+        | AmazonS3ConfigKey::Client(ClientConfigKey::ProxyUrl) => Kind::Url,
+        AmazonS3ConfigKey::ContainerCredentialsRelativeUri => Kind::UrlPath,
+        AmazonS3ConfigKey::Region | AmazonS3ConfigKey::DefaultRegion => Kind::Region,
+        AmazonS3ConfigKey::WebIdentityTokenFile
+        | AmazonS3ConfigKey::ContainerAuthorizationTokenFile
+        | AmazonS3ConfigKey::Client(ClientConfigKey::ProxyCaCertificate) => Kind::Path,
+        _ => Kind::Header,
+    }
+}
+
+/// Why `value` is not a valid value of this kind, if it is not.
+fn problem(kind: &Kind, value: &str) -> Option<&'static str> {
+    let printable = |text: &str| text.bytes().all(|byte| (0x20..=0x7e).contains(&byte));
+    match kind {
+        Kind::Header => (!printable(value)).then_some(
+            "holds a character an HTTP header cannot carry (a control character or non-ASCII)",
+        ),
+        Kind::Path => value
+            .chars()
+            .any(char::is_control)
+            .then_some("holds a control character"),
+        Kind::Region => {
+            let valid = !value.is_empty()
+                && value.len() <= 64
+                && value
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
+            (!valid).then_some("is not a region name (letters, digits and `-`)")
+        }
+        Kind::UrlPath => (!value.starts_with('/') || !printable(value) || value.contains(' '))
+            .then_some("is not a URL path (printable, starting with `/`)"),
+        Kind::Url => {
+            if value.len() > MAX_URL || !printable(value) {
+                return Some("is not an http:// or https:// URL");
+            }
+            match Url::parse(value) {
+                Ok(url)
+                    if matches!(url.scheme(), "http" | "https")
+                        && url.host_str().is_some_and(|host| !host.is_empty())
+                        && url.username().is_empty()
+                        && url.password().is_none() =>
+                {
+                    None
+                }
+                Ok(url) if !url.username().is_empty() || url.password().is_some() => Some(
+                    "holds credentials in the URL (they go in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+                ),
+                _ => Some("is not an http:// or https:// URL with a host"),
+            }
+        }
+    }
+}
+
+/// The message for the setting `name`.
+fn message(name: &str, why: &str) -> String {
+    format!("the S3 setting {name} {why} (its value is not shown)")
+}
+
+/// Checks one setting, by name (`AWS_REGION`, `aws_region`, ...): unknown
+/// names are left to the caller.
+fn check_one(name: &str, value: &str) -> Result<(), String> {
+    let Ok(key) = name.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() else {
+        return Ok(());
+    };
+    match problem(&kind(&key), value) {
+        Some(why) => Err(message(name, why)),
+        None => Ok(()),
+    }
+}
+
+/// Checks every `AWS_*` variable of `environment` that object_store would
+/// read, then `settings` (which take precedence): the first bad one is the
+/// error, naming it.
+pub(crate) fn check_s3(
+    environment: impl IntoIterator<Item = (OsString, OsString)>,
+    settings: &[(String, String)],
+) -> Result<(), String> {
+    let mut names: Vec<(String, Result<String, ()>)> = environment
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            let known = name.starts_with("AWS_")
+                && name
+                    .to_ascii_lowercase()
+                    .parse::<AmazonS3ConfigKey>()
+                    .is_ok();
+            known.then(|| (name, value.into_string().map_err(|_| ())))
+        })
+        .collect();
+    // The same order whatever the environment's.
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, value) in names {
+        // object_store skips a value that is not UTF-8: reading without
+        // the setting the user made is refused instead.
+        let value = value.map_err(|()| message(&name, "is not UTF-8 text"))?;
+        check_one(&name, &value)?;
+    }
+    for (name, value) in settings {
+        check_one(name, value)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(name, value)| (OsString::from(name), OsString::from(value)))
+            .collect()
+    }
+
+    #[test]
+    fn good_settings_pass() {
+        let environment = env(&[
+            ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "abc/def+ghi=="),
+            ("AWS_SESSION_TOKEN", "FwoGZXIvYXdzE+/="),
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ENDPOINT_URL", "http://127.0.0.1:9000"),
+            ("AWS_ALLOW_HTTP", "true"),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/tok en"),
+            (
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "/v2/credentials/x",
+            ),
+            ("AWS_PROFILE", "unread\nby object_store"),
+            ("PATH", "/bin\n"),
+        ]);
+        check_s3(environment, &[("aws_region".into(), "us-east-1".into())]).unwrap();
+    }
+
+    #[test]
+    fn bad_settings_name_the_variable_never_the_value() {
+        for (name, value) in [
+            ("AWS_SESSION_TOKEN", "tok\nen-secret"),
+            ("AWS_ACCESS_KEY_ID", "key\r\nX-Injected: 1"),
+            ("AWS_SECRET_ACCESS_KEY", "s\u{e9}cret-value"),
+            ("AWS_REGION", "us-east-1\n"),
+            ("AWS_DEFAULT_REGION", "a/b"),
+            ("AWS_ENDPOINT_URL", "not a url-secret"),
+            ("AWS_ENDPOINT", "ftp://host-secret"),
+            ("AWS_ENDPOINT_URL_S3", "http://"),
+            ("AWS_ENDPOINT_URL_STS", "http://u:p-secret@h"),
+            ("AWS_METADATA_ENDPOINT", "169.254.169.254-secret"),
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "::secret"),
+            ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "v2-secret"),
+            ("AWS_PROXY_URL", "proxy-secret"),
+            ("AWS_BUCKET", "b\tsecret"),
+        ] {
+            let error = check_s3(env(&[(name, value)]), &[]).unwrap_err();
+            assert!(error.contains(name), "{error}");
+            assert!(!error.contains("secret"), "{name}: {error}");
+            assert!(!error.contains('\n'), "{error}");
+            let error = check_s3(Vec::new(), &[(name.into(), value.into())]).unwrap_err();
+            assert!(error.contains(name), "{error}");
+        }
+        let long = format!("http://h/{}", "a".repeat(70_000));
+        assert!(check_s3(env(&[("AWS_ENDPOINT_URL", &long)]), &[]).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStringExt;
+        let environment = vec![(
+            OsString::from("AWS_SESSION_TOKEN"),
+            OsString::from_vec(vec![0xff, b'x']),
+        )];
+        let error = check_s3(environment, &[]).unwrap_err();
+        assert!(error.contains("AWS_SESSION_TOKEN") && error.contains("UTF-8"));
+    }
+}
