@@ -352,7 +352,7 @@ pub enum TaridxError {
     },
 
     /// An output would overwrite one of the inputs.
-    #[error("refusing to write {} over the input {}", output.display(), input.display())]
+    #[error("{}: is {}, an input: binfmt never writes its output over what it reads", output.display(), input.display())]
     OutputIsInput {
         /// The output path.
         output: PathBuf,
