@@ -57,6 +57,27 @@ pub(crate) struct DiskObject {
     ranges: Mutex<BTreeMap<u64, u64>>,
 }
 
+/// The name of one object version's directory: the first 32 hex digits of
+/// the SHA-256 of its URL, ETag and size.
+pub(crate) fn object_key(url: &str, etag: &str, size: u64) -> String {
+    let mut hasher = Sha256::new();
+    for part in [
+        url.as_bytes(),
+        b"\0",
+        etag.as_bytes(),
+        b"\0",
+        &size.to_le_bytes(),
+    ] {
+        hasher.update(part);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .take(16)
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -145,22 +166,7 @@ impl DiskCache {
     /// The cache entry of one version of one object, with the ranges already
     /// there.
     pub fn object(&self, url: &str, etag: &str, size: u64) -> Option<DiskObject> {
-        let mut hasher = Sha256::new();
-        for part in [
-            url.as_bytes(),
-            b"\0",
-            etag.as_bytes(),
-            b"\0",
-            &size.to_le_bytes(),
-        ] {
-            hasher.update(part);
-        }
-        let key: String = hasher
-            .finalize()
-            .iter()
-            .take(16)
-            .map(|byte| format!("{byte:02x}"))
-            .collect();
+        let key = object_key(url, etag, size);
         let dir = dir::subdir(&self.root, &key).ok()?;
         let mut ranges = BTreeMap::new();
         for (name, metadata) in dir::files(&dir).ok()? {

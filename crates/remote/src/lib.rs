@@ -67,3 +67,60 @@ pub use error::{RemoteError, Result};
 pub use location::is_remote;
 pub use options::{FirstRead, RemoteOptions, Stats, Tally, Warning};
 pub use source::{Listed, RemoteSource, list_prefix};
+
+/// Entry points for the fuzz targets of `fuzz/` (`remote_url`,
+/// `remote_cache`): not part of the API, and may change at any time.
+#[doc(hidden)]
+pub mod __fuzz {
+    use std::path::Path;
+
+    /// Parses `url` as a remote location; whether it was accepted.
+    pub fn parse_url(url: &str) -> bool {
+        crate::location::Location::parse(url).is_ok()
+    }
+
+    /// The URL, ETag and directory name (under a cache's root) of the
+    /// object [`cache_round`] reads, so a target can fill it first.
+    pub fn cache_object(size: u64) -> (&'static str, &'static str, String) {
+        let (url, etag) = ("https://fuzz.invalid/object", "\"etag\"");
+        (url, etag, crate::disk::object_key(url, etag, size))
+    }
+
+    /// Opens the disk cache at `root` (limit `limit` bytes) for one object
+    /// of `size` bytes, reads `gaps` through it into a buffer, then writes
+    /// `write` (bytes at an offset) and grows it past its limit: whatever
+    /// the directory holds, this must neither panic nor block. Returns the
+    /// pieces read.
+    pub fn cache_round(
+        root: &Path,
+        limit: u64,
+        size: u64,
+        gaps: Vec<std::ops::Range<u64>>,
+        write: (u64, Vec<u8>),
+    ) -> Vec<(u64, Vec<u8>)> {
+        let Ok(cache) = crate::disk::DiskCache::new(root, limit) else {
+            return Vec::new();
+        };
+        let (url, etag, _) = cache_object(size);
+        let Some(object) = cache.object(url, etag, size) else {
+            return Vec::new();
+        };
+        let Some(span) = gaps.iter().map(|gap| gap.end).max() else {
+            return Vec::new();
+        };
+        let Ok(len) = usize::try_from(span.min(1 << 20)) else {
+            return Vec::new();
+        };
+        let gaps = gaps
+            .into_iter()
+            .filter(|gap| gap.start < gap.end && gap.end <= len as u64)
+            .collect();
+        let mut buf = vec![0; len];
+        let (_, found) = object.read(gaps, 0, &mut buf);
+        object.write(&cache, write.0, &bytes::Bytes::from(write.1));
+        found
+            .into_iter()
+            .map(|(start, bytes)| (start, bytes.to_vec()))
+            .collect()
+    }
+}
