@@ -462,7 +462,10 @@ fn a_store_cut_short_while_it_is_read_is_an_error_not_sigbus() {
             .unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(1), "{args:?}: {status:?} {stderr}");
-        assert!(stderr.contains("big.kas"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("big.kas") && stderr.contains("shorter than when it was opened"),
+            "{args:?}: {stderr}"
+        );
     }
 }
 
