@@ -374,7 +374,10 @@ enum Bytes {
 
 impl ByteSource {
     /// Maps the regular file at `path` (reads it when mapping fails or the
-    /// file is empty). Anything but a regular file is refused.
+    /// file is empty). Anything but a regular file is refused. Another
+    /// process truncating the file while it is mapped can end this one
+    /// with `SIGBUS`; [`FileSource`] reads by offset instead, and a file cut
+    /// short is then an error (spec/limits.md).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let (mut file, len) = crate::input::open(path)?;
@@ -588,7 +591,18 @@ impl Source for FileSource {
     }
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        read_exact_at(&self.file, buf, offset)
+        // Callers checked the range against the size at open: an early end
+        // means the file shrank since (spec/limits.md).
+        read_exact_at(&self.file, buf, offset).map_err(|error| {
+            if error.kind() == io::ErrorKind::UnexpectedEof {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file ends early: it is shorter than when it was opened (changed underneath)",
+                )
+            } else {
+                error
+            }
+        })
     }
 
     fn name(&self) -> &Path {

@@ -508,7 +508,8 @@ fn to_kast(
         .map(|entry| (entry.name.as_str(), entry.size))
         .collect();
     let names = names(entries, types);
-    let mut writer = binfmt_kastore::Writer::new();
+    // Names passed `check_names_carry`; the writer applies the same rule.
+    let mut writer = binfmt_kastore::Writer::with_path_keys();
     for name in &names {
         let item_type = types.get(name);
         let size = sizes.get(name).copied().unwrap_or(0);
@@ -538,6 +539,13 @@ fn to_kast(
 /// writer names the key; the deferred reader may carry this crate's error
 /// out) or writing the output (named by its path).
 fn kast_write_error(error: binfmt_kastore::KastError, input: &Input<'_>, output: &Path) -> Error {
+    // An entry's reader failed: its error, named by the entry.
+    let error = match error {
+        binfmt_kastore::KastError::ReadArray { key, source } => {
+            binfmt_kastore::KastError::Core(binfmt_core::Error::io(key, source))
+        }
+        other => other,
+    };
     match error {
         binfmt_kastore::KastError::Core(binfmt_core::Error::Io { path, source })
             if path != output =>

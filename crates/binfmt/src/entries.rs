@@ -243,10 +243,10 @@ pub fn is_remote(location: impl AsRef<Path>) -> bool {
         .is_some_and(binfmt_remote::is_remote)
 }
 
-/// Opens the bytes at `location`: a local regular file (read by offset; a
-/// large region a reader holds whole, an ARCX manifest, is mapped while it
-/// is held: [`FileSource::map_regions`]), or an `http://`, `https://` or
-/// `s3://` URL read by range requests.
+/// Opens the bytes at `location`: a local regular file (read by offset,
+/// never mapped, so a file truncated underneath fails a read with an error
+/// instead of ending the process with SIGBUS), or an `http://`, `https://`
+/// or `s3://` URL read by range requests.
 pub fn open_source(location: impl AsRef<Path>, options: &OpenOptions) -> Result<Opened> {
     let location = location.as_ref();
     let file = location.display().to_string();
@@ -263,7 +263,7 @@ pub fn open_source(location: impl AsRef<Path>, options: &OpenOptions) -> Result<
         });
     }
     Ok(Opened {
-        source: Box::new(FileSource::open(location).in_file(&file)?.map_regions(true)),
+        source: Box::new(FileSource::open(location).in_file(&file)?),
         file,
         remote: None,
     })
@@ -293,7 +293,7 @@ pub fn open(location: impl AsRef<Path>) -> Result<Box<dyn EntrySource>> {
 }
 
 /// Opens `location` as named entries, whatever its format. A local file is
-/// read by offset (an ARCX manifest mapped while it is decoded), so
+/// read by offset (never mapped), so
 /// streaming an entry keeps memory bounded; a URL is read by range requests, fetching only what each
 /// operation needs (`spec/remote.md`): the format is told from the object's
 /// last bytes when they say it (ARCX, PAR4), and a TARIDX index finds its

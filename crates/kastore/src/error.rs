@@ -200,6 +200,29 @@ pub enum KastError {
         key: String,
     },
 
+    /// Writing, with [`Writer::with_path_keys`](crate::Writer::with_path_keys):
+    /// a key no extractor would write as a file name (absolute, `..`, `.`
+    /// or empty components, NUL, backslash, not UTF-8).
+    #[error(
+        "key {key:?}: {why}: keys are named like relative paths, as every extractor writes them"
+    )]
+    KeyNotAPath {
+        /// The key.
+        key: String,
+        /// The rule it breaks.
+        why: &'static str,
+    },
+
+    /// Writing: reading an array given as a reader failed (an input file
+    /// cut short or unreadable while the store was written).
+    #[error("key {key:?}: reading its array: {source}")]
+    ReadArray {
+        /// The key.
+        key: String,
+        /// What the read failed with.
+        source: std::io::Error,
+    },
+
     /// Writing: raw bytes that are not a whole number of elements.
     #[error("key {key:?}: {len} bytes is not a whole number of {item_type} elements")]
     RaggedArray {

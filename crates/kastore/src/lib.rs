@@ -45,5 +45,5 @@ mod writer;
 pub use element::Element;
 pub use error::{KastError, Result};
 pub use format::{ItemType, SIGNATURE};
-pub use reader::{Item, Store};
+pub use reader::{Item, Pieces, Store};
 pub use writer::Writer;

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
-use binfmt_core::layout::{FromBytes, Record};
+use binfmt_core::layout::{FromBytes, IntoBytes, Record};
 use binfmt_core::{ByteSource, RangeReader, Source, SourceExt};
 
 use crate::element::Element;
@@ -57,7 +57,12 @@ pub struct Store<S = ByteSource> {
 }
 
 impl Store<ByteSource> {
-    /// Opens and validates the file at `path`, memory-mapped.
+    /// Opens and validates the file at `path`, memory-mapped: arrays are
+    /// borrowed in place. The caveat of every map: another process
+    /// truncating the file while the store (or an array borrowed from it)
+    /// is in use can end this process with `SIGBUS`. Where that matters,
+    /// read by offset instead: `Store::new(binfmt_core::FileSource::open(path)?)`,
+    /// whose reads of a file cut short are errors (spec/limits.md).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::new(ByteSource::open(path)?)
     }
@@ -442,17 +447,37 @@ impl<'a> Item<'a> {
         Ok(self.source.reader(self.start, self.byte_len(), "array")?)
     }
 
+    /// The values as `T`, which must be the array's type, at most `piece`
+    /// at a time, read through [`Item::reader`]: memory holds one piece
+    /// whatever the array's size, and nothing is borrowed from a map, so a
+    /// file read by offset ([`binfmt_core::FileSource`]) that is cut short
+    /// underneath gives an error, never `SIGBUS`.
+    pub fn pieces<T: Element>(&self, piece: usize) -> Result<Pieces<'a, T>> {
+        self.check_type::<T>()?;
+        Ok(Pieces {
+            reader: self.reader()?,
+            name: self.source.name(),
+            piece: piece.max(1),
+            values: std::marker::PhantomData,
+        })
+    }
+
+    fn check_type<T: Element>(&self) -> Result<()> {
+        if T::TYPE == self.item_type {
+            return Ok(());
+        }
+        Err(KastError::TypeMismatch {
+            key: show_key(self.key),
+            requested: T::TYPE,
+            found: self.item_type,
+        })
+    }
+
     /// The values as `T`, which must be the array's type: borrowed when the
     /// bytes are in memory, the host is little-endian and they are aligned
     /// for `T`; copied (and byte-swapped where needed) otherwise.
     pub fn values<T: Element>(&self) -> Result<Cow<'a, [T]>> {
-        if T::TYPE != self.item_type {
-            return Err(KastError::TypeMismatch {
-                key: show_key(self.key),
-                requested: T::TYPE,
-                found: self.item_type,
-            });
-        }
+        self.check_type::<T>()?;
         let bytes = self.le_bytes()?;
         if cfg!(target_endian = "little")
             && let Cow::Borrowed(bytes) = bytes
@@ -467,6 +492,35 @@ impl<'a> Item<'a> {
                 .map(T::swap_le)
                 .collect(),
         ))
+    }
+}
+
+/// An array's values a piece at a time ([`Item::pieces`]).
+#[derive(Debug)]
+pub struct Pieces<'a, T> {
+    reader: RangeReader<'a, dyn Source + 'a>,
+    name: &'a Path,
+    piece: usize,
+    values: std::marker::PhantomData<T>,
+}
+
+impl<T: Element> Iterator for Pieces<'_, T> {
+    type Item = Result<Vec<T>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let left = self.reader.remaining() / size_of::<T>() as u64;
+        let count = usize::try_from(left).unwrap_or(usize::MAX).min(self.piece);
+        if count == 0 {
+            return None;
+        }
+        let mut values = vec![T::new_zeroed(); count];
+        if let Err(error) = self.reader.read_exact(values.as_mut_slice().as_mut_bytes()) {
+            // Nothing more after a failed read.
+            self.piece = 0;
+            return Some(Err(binfmt_core::Error::io(self.name, error).into()));
+        }
+        values.iter_mut().for_each(|value| *value = value.swap_le());
+        Some(Ok(values))
     }
 }
 

@@ -41,6 +41,8 @@ use crate::format::{
 #[derive(Debug, Default)]
 pub struct Writer<'a> {
     items: BTreeMap<Vec<u8>, Array<'a>>,
+    /// Every key must be a relative path ([`Writer::with_path_keys`]).
+    path_keys: bool,
 }
 
 struct Array<'a> {
@@ -81,9 +83,23 @@ impl Array<'_> {
 }
 
 impl<'a> Writer<'a> {
-    /// An empty writer.
+    /// An empty writer. Keys are any non-empty bytes, as the C library
+    /// allows.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty writer whose keys must all be relative paths, named as
+    /// every extractor writes files ([`binfmt_core::extract::check_relative_name`],
+    /// and UTF-8): the rule of `binfmt kast pack` and `binfmt convert`.
+    /// Every way a key enters the writer goes through it, the items
+    /// [`Writer::append_store`] carries over included, so a store written
+    /// here can always be extracted whole.
+    pub fn with_path_keys() -> Self {
+        Self {
+            path_keys: true,
+            ..Self::default()
+        }
     }
 
     /// Adds `values` under `key`. Refuses an empty key and a key already added.
@@ -150,14 +166,34 @@ impl<'a> Writer<'a> {
     /// kastore library's append mode.
     pub fn from_store<S: Source>(store: &'a crate::Store<S>) -> Result<Self> {
         let mut writer = Self::new();
-        for item in store.items() {
-            writer.insert_array(
-                item.key(),
-                item.item_type(),
-                Bytes::Memory(item.le_bytes()?),
-            )?;
-        }
+        writer.append_store(store)?;
         Ok(writer)
+    }
+
+    /// Adds every item of `store` under this writer's key rules: borrowed
+    /// when the store is in memory (a map), otherwise read from the store's
+    /// source when the file is written (`pread` for a
+    /// [`binfmt_core::FileSource`]: memory does not grow with the arrays,
+    /// and a store truncated underneath fails the write with an error).
+    pub fn append_store<S: Source>(&mut self, store: &'a crate::Store<S>) -> Result<()> {
+        let in_memory = store.source().in_memory().is_some();
+        for item in store.items() {
+            let bytes = if in_memory {
+                Bytes::Memory(item.le_bytes()?)
+            } else {
+                Bytes::Reader {
+                    reader: std::cell::RefCell::new(Box::new(item.reader()?)),
+                    len: item.byte_len(),
+                }
+            };
+            self.insert_array(item.key(), item.item_type(), bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The keys added so far, in the order they will be written.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.items.keys().map(Vec::as_slice)
     }
 
     /// Removes `key`; returns whether it was there.
@@ -173,6 +209,9 @@ impl<'a> Writer<'a> {
     fn insert_array(&mut self, key: &[u8], item_type: ItemType, bytes: Bytes<'a>) -> Result<()> {
         if key.is_empty() {
             return Err(KastError::EmptyKeyInput);
+        }
+        if self.path_keys {
+            check_path_key(key)?;
         }
         match self.items.entry(key.to_vec()) {
             Entry::Occupied(_) => Err(KastError::DuplicateKeyInput { key: show_key(key) }),
@@ -258,12 +297,14 @@ impl<'a> Writer<'a> {
                 Bytes::Memory(bytes) => out.write_all(bytes).map_err(io)?,
                 Bytes::Reader { reader, len } => {
                     let mut reader = reader.borrow_mut();
-                    let found = std::io::copy(&mut reader.as_mut().take(*len), out)
-                        .map_err(|error| binfmt_core::Error::io(show_key(key), error))?;
+                    let found = copy_array(key, reader.as_mut(), *len, out)?;
                     let mut extra = [0u8; 1];
                     let more = reader
                         .read(&mut extra)
-                        .map_err(|error| binfmt_core::Error::io(show_key(key), error))?;
+                        .map_err(|source| KastError::ReadArray {
+                            key: show_key(key),
+                            source,
+                        })?;
                     if found != *len || more != 0 {
                         return Err(KastError::ShortArray {
                             key: show_key(key),
@@ -300,6 +341,47 @@ impl<'a> Writer<'a> {
         file.commit()?;
         Ok(size)
     }
+}
+
+/// Copies at most `len` bytes of `key`'s array from `reader` to `out`;
+/// returns how many there were. A failed read is the input's error
+/// (`ReadArray`, naming the key), a failed write the output's.
+fn copy_array(key: &[u8], reader: &mut dyn Read, len: u64, out: &mut impl Write) -> Result<u64> {
+    let mut buf = vec![0u8; usize::try_from(len.min(256 << 10)).unwrap_or(256 << 10)];
+    let mut copied = 0u64;
+    while copied < len {
+        let want = usize::try_from(len - copied)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let piece = buf.get_mut(..want).unwrap_or_default();
+        let n = match reader.read(piece) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(KastError::ReadArray {
+                    key: show_key(key),
+                    source,
+                });
+            }
+        };
+        out.write_all(piece.get(..n).unwrap_or_default())
+            .map_err(|error| binfmt_core::Error::io("kastore output", error))?;
+        copied += n as u64;
+    }
+    Ok(copied)
+}
+
+/// The one rule for keys of a writer made by [`Writer::with_path_keys`].
+fn check_path_key(key: &[u8]) -> Result<()> {
+    let name = std::str::from_utf8(key).map_err(|_| KastError::KeyNotAPath {
+        key: show_key(key),
+        why: "not UTF-8",
+    })?;
+    binfmt_core::extract::check_relative_name(name).map_err(|why| KastError::KeyNotAPath {
+        key: show_key(key),
+        why,
+    })
 }
 
 /// Refuses raw bytes that are not a whole number of elements.

@@ -90,6 +90,45 @@ fn writer_refuses_empty_and_duplicate_keys_and_ragged_bytes() {
     assert_eq!(&*store.array::<i32>("r").unwrap(), &[1]);
 }
 
+/// One key rule for every way a key enters a path-keyed writer: inserted,
+/// raw, streamed, or carried over from an existing store.
+#[test]
+fn path_keyed_writers_refuse_every_key_an_extractor_would_refuse() {
+    let mut any = Writer::new();
+    for key in ["../up", "/abs", "a//b", "a/./b", "a\\b", "nul\0"] {
+        any.insert(key, vec![1u8]).unwrap();
+    }
+    any.insert(b"\xff".as_slice(), vec![1u8]).unwrap();
+    let old = Store::new(any.to_bytes().unwrap()).unwrap();
+    for item in old.items() {
+        let mut writer = Writer::with_path_keys();
+        let key = item.key();
+        assert!(matches!(
+            writer.insert(key, vec![1u8]),
+            Err(KastError::KeyNotAPath { .. })
+        ));
+        assert!(matches!(
+            writer.insert_raw(key, ItemType::Uint8, vec![1u8]),
+            Err(KastError::KeyNotAPath { .. })
+        ));
+        assert!(matches!(
+            writer.insert_reader(key, ItemType::Uint8, 1, &[1u8][..]),
+            Err(KastError::KeyNotAPath { .. })
+        ));
+    }
+    // Carried over from a store that holds them: refused too.
+    let mut writer = Writer::with_path_keys();
+    let error = writer.append_store(&old).unwrap_err();
+    assert!(matches!(error, KastError::KeyNotAPath { .. }), "{error}");
+    // The plain writer (the C library's rules) keeps them all.
+    let mut plain = Writer::from_store(&old).unwrap();
+    assert_eq!(plain.len(), 7);
+    assert!(plain.remove("../up"));
+    let mut good = Writer::with_path_keys();
+    good.insert("nodes/time", vec![1.0f64]).unwrap();
+    assert_eq!(good.keys().collect::<Vec<_>>(), [b"nodes/time".as_slice()]);
+}
+
 #[test]
 fn lookups_type_checks_and_missing_keys() {
     let mut writer = Writer::new();

@@ -107,7 +107,12 @@ impl Fold {
             }
             lens.push(meta.len());
         }
-        let index = match Index::open(&self.index) {
+        // Read by offset, not mapped: an index cut short underneath is
+        // an error here, never SIGBUS.
+        let opened = binfmt_core::FileSource::open(&self.index)
+            .map_err(crate::TaridxError::from)
+            .and_then(Index::new);
+        let index = match opened {
             Ok(index) => index,
             Err(error) => {
                 return Ok(FoldState::Stale(format!(

@@ -4,9 +4,12 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use std::io::Write;
+
 use binfmt::Format;
-use binfmt_core::{ByteSource, Source};
-use binfmt_kastore::{Item, ItemType, Store, Writer};
+use binfmt_core::{ByteSource, FileSource, Inputs, Source, SourceExt};
+use binfmt_kastore::npy::NpyFile;
+use binfmt_kastore::{Element, Item, ItemType, Store, Writer};
 
 use crate::cmd::generic;
 use crate::cmd::remote::{RemoteArgs, Session};
@@ -173,7 +176,9 @@ pub fn run(command: &Command) -> CommandResult {
     }
 }
 
-/// A store from a file (mapped), a URL (read by ranges) or standard input.
+/// A store from a file (read by offset, never mapped: a file truncated
+/// underneath fails the read with an error instead of ending the process
+/// with SIGBUS), a URL (read by ranges) or standard input.
 fn open(session: &Session, path: &Path) -> Result<Store<Box<dyn Source>>, String> {
     let store = if path == Path::new("-") {
         Store::read_from(&mut std::io::stdin().lock(), "<stdin>")
@@ -181,7 +186,7 @@ fn open(session: &Session, path: &Path) -> Result<Store<Box<dyn Source>>, String
     } else if binfmt::is_remote(path) {
         Store::new(session.source(path)?.source)
     } else {
-        ByteSource::open(path)
+        FileSource::open(path)
             .map_err(binfmt_kastore::KastError::from)
             .and_then(|source| Store::new(Box::new(source) as Box<dyn Source>))
     };
@@ -296,42 +301,52 @@ fn dump_in(session: &Session, args: &DumpArgs) -> CommandResult {
         output::stream_to_stdout(&mut reader, |error| output::about(&args.file, error))?;
         return Ok(Status::Success);
     }
-    let failure = |error| output::about(&args.file, error);
+    let file = &args.file;
     match item.item_type() {
-        ItemType::Int8 => print_values(&item.values::<i8>().map_err(failure)?, |v| v.to_string()),
-        ItemType::Uint8 => print_values(&item.values::<u8>().map_err(failure)?, |v| v.to_string()),
-        ItemType::Int16 => print_values(&item.values::<i16>().map_err(failure)?, |v| v.to_string()),
-        ItemType::Uint16 => {
-            print_values(&item.values::<u16>().map_err(failure)?, |v| v.to_string())
-        }
-        ItemType::Int32 => print_values(&item.values::<i32>().map_err(failure)?, |v| v.to_string()),
-        ItemType::Uint32 => {
-            print_values(&item.values::<u32>().map_err(failure)?, |v| v.to_string())
-        }
-        ItemType::Int64 => print_values(&item.values::<i64>().map_err(failure)?, |v| v.to_string()),
-        ItemType::Uint64 => {
-            print_values(&item.values::<u64>().map_err(failure)?, |v| v.to_string())
-        }
-        ItemType::Float32 => print_values(&item.values::<f32>().map_err(failure)?, |v| {
-            python_float_repr(f64::from(*v))
-        }),
-        ItemType::Float64 => print_values(&item.values::<f64>().map_err(failure)?, |v| {
-            python_float_repr(*v)
-        }),
-        other => Err(format!(
-            "{}: no printer for {other} values",
-            args.file.display()
-        )),
+        ItemType::Int8 => print_values::<i8>(file, &item, |v| v.to_string()),
+        ItemType::Uint8 => print_values::<u8>(file, &item, |v| v.to_string()),
+        ItemType::Int16 => print_values::<i16>(file, &item, |v| v.to_string()),
+        ItemType::Uint16 => print_values::<u16>(file, &item, |v| v.to_string()),
+        ItemType::Int32 => print_values::<i32>(file, &item, |v| v.to_string()),
+        ItemType::Uint32 => print_values::<u32>(file, &item, |v| v.to_string()),
+        ItemType::Int64 => print_values::<i64>(file, &item, |v| v.to_string()),
+        ItemType::Uint64 => print_values::<u64>(file, &item, |v| v.to_string()),
+        ItemType::Float32 => print_values::<f32>(file, &item, |v| python_float_repr(f64::from(v))),
+        ItemType::Float64 => print_values::<f64>(file, &item, python_float_repr),
+        other => Err(format!("{}: no printer for {other} values", file.display())),
     }?;
     Ok(Status::Success)
 }
 
-fn print_values<T>(values: &[T], show: impl Fn(&T) -> String) -> Result<(), String> {
-    output::to_stdout(|out| {
-        values
+/// Prints an array's values one per line, reading it a piece at a time
+/// (memory does not grow with the array; a file cut short underneath is an
+/// error naming it). A closed pipe ends quietly.
+fn print_values<T: Element>(
+    file: &Path,
+    item: &Item<'_>,
+    show: impl Fn(T) -> String,
+) -> Result<(), String> {
+    let pieces = item
+        .pieces::<T>(8192)
+        .map_err(|error| output::about(file, error))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut written = Ok(());
+    for piece in pieces {
+        let values = piece.map_err(|error| output::about(file, error))?;
+        written = values
             .iter()
-            .try_for_each(|value| writeln!(out, "{}", show(value)))
-    })
+            .try_for_each(|&value| writeln!(out, "{}", show(value)));
+        if written.is_err() {
+            break;
+        }
+    }
+    let written = written.and_then(|()| out.flush());
+    match written {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(error) => Err(format!("writing to stdout: {error}")),
+        Ok(()) => Ok(()),
+    }
 }
 
 /// A float as Python's `repr()` shows it: the shortest digits that read
@@ -402,60 +417,88 @@ fn info_in(session: &Session, args: &generic::InfoArgs) -> CommandResult {
     Ok(Status::Success)
 }
 
-/// Reads one pack input: a file ("-": standard input, once).
-fn read_input(path: &Path) -> Result<ByteSource, String> {
+/// One pack input, opened before anything is written.
+enum Input {
+    /// Standard input, read once into memory.
+    Stdin(ByteSource),
+    /// A file, read by offset (never mapped) when the store is written.
+    File(FileSource),
+    /// A `.npy` file, its elements read by offset when the store is written.
+    Npy(NpyFile),
+}
+
+/// Opens one pack input ("-": standard input, once).
+fn open_input(path: &Path) -> Result<Input, String> {
     if path == Path::new("-") {
-        ByteSource::read_from(&mut std::io::stdin().lock(), "<stdin>")
+        ByteSource::read_from(&mut std::io::stdin().lock(), "<stdin>").map(Input::Stdin)
     } else {
-        ByteSource::open(path)
+        FileSource::open(path).map(Input::File)
     }
     .map_err(|error| output::about(path, error))
 }
 
 fn pack(args: &PackArgs) -> CommandResult {
-    let mut raw = Vec::new();
-    for (item_type, (key, path)) in args.typed() {
-        raw.push((key, item_type, read_input(path)?));
-    }
-    let mut npy = Vec::new();
-    for (key, path) in &args.npy {
-        let (item_type, bytes) =
-            binfmt_kastore::npy::read(path).map_err(|error| error.to_string())?;
-        npy.push((key, item_type, bytes));
-    }
-    if raw.is_empty() && npy.is_empty() && !args.append {
+    let typed: Vec<(ItemType, &(String, PathBuf))> = args.typed().collect();
+    if typed.is_empty() && args.npy.is_empty() && !args.append {
         crate::output::usage_error("give at least one array: --TYPE KEY=PATH or --npy KEY=PATH");
     }
+    // The store is replaced by a new file: no input may be it (with
+    // --append it is read as the old store, by design).
+    let paths = typed
+        .iter()
+        .map(|(_, (_, path))| path)
+        .chain(args.npy.iter().map(|(_, path)| path))
+        .filter(|path| path.as_path() != Path::new("-"));
+    Inputs::new(&paths.collect::<Vec<_>>())
+        .check(&args.output)
+        .map_err(|error| error.to_string())?;
+    let mut inputs = Vec::new();
+    for &(item_type, (key, path)) in &typed {
+        inputs.push((key, Some(item_type), open_input(path)?));
+    }
+    for (key, path) in &args.npy {
+        let npy = NpyFile::open(path).map_err(|error| output::about(path, error))?;
+        inputs.push((key, None, Input::Npy(npy)));
+    }
     let existing = if args.append {
-        Some(Store::open(&args.output).map_err(|error| output::about(&args.output, error))?)
+        let source =
+            FileSource::open(&args.output).map_err(|error| output::about(&args.output, error))?;
+        Some(Store::new(source).map_err(|error| output::about(&args.output, error))?)
     } else {
         None
     };
-    let mut writer = match &existing {
-        Some(store) => {
-            Writer::from_store(store).map_err(|error| output::about(&args.output, error))?
-        }
-        None => Writer::new(),
-    };
-    let arrays = raw
-        .iter()
-        .map(|(key, item_type, bytes)| (*key, *item_type, bytes.as_bytes()))
-        .chain(
-            npy.iter()
-                .map(|(key, item_type, bytes)| (*key, *item_type, bytes.as_slice())),
-        );
-    for (key, item_type, bytes) in arrays {
-        if let Err(why) = binfmt_core::extract::check_relative_name(key) {
-            return Err(format!(
-                "--{item_type} {key}: {why}: keys are named like relative paths, as every extractor writes them"
-            ));
-        }
+    // Every key written, those the old store carries over included, goes
+    // through the one key rule (`Writer::with_path_keys`).
+    let mut writer = Writer::with_path_keys();
+    if let Some(store) = &existing {
+        writer
+            .append_store(store)
+            .map_err(|error| output::about(&args.output, error))?;
+    }
+    for (key, item_type, input) in &inputs {
+        let flag = item_type.map_or("npy", ItemType::name);
+        let failed = |error: binfmt_kastore::KastError| format!("--{flag} {key}: {error}");
         if args.replace {
             writer.remove(key);
         }
-        writer
-            .insert_raw(key, item_type, bytes)
-            .map_err(|error| format!("--{item_type} {key}: {error}"))?;
+        match input {
+            Input::Stdin(bytes) => {
+                let item_type = item_type.unwrap_or(ItemType::Uint8);
+                writer.insert_raw(key, item_type, bytes.as_bytes())
+            }
+            Input::File(file) => {
+                let item_type = item_type.unwrap_or(ItemType::Uint8);
+                let len = Source::len(file);
+                let reader = file.reader(0, len, "input").map_err(|e| failed(e.into()))?;
+                writer.insert_reader(key, item_type, len, reader)
+            }
+            Input::Npy(npy) => {
+                let header = npy.header();
+                let reader = npy.reader().map_err(failed)?;
+                writer.insert_reader(key, header.item_type, header.data_len, reader)
+            }
+        }
+        .map_err(failed)?;
     }
     writer
         .write_file(&args.output)

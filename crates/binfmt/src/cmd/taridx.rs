@@ -543,7 +543,18 @@ fn index_shards_of(index: &Path, shards: Option<&Path>) -> Result<Vec<PathBuf>, 
 fn export(args: &ExportArgs) -> CommandResult {
     use binfmt_taridx::foreign;
     let shards = index_shards_of(&args.index, args.shards.as_deref())?;
-    let dataset = Dataset::open(&args.index, &shards).map_err(failed(&args.index))?;
+    // Read by offset, not mapped (as every command reads a local file): an
+    // index cut short underneath is an error, not SIGBUS.
+    let index = binfmt_core::FileSource::open(&args.index)
+        .map_err(binfmt_taridx::TaridxError::from)
+        .and_then(Index::new)
+        .map_err(failed(&args.index))?;
+    let dataset = Dataset::new(
+        index,
+        ShardFiles::new(shards.clone()),
+        DatasetOptions::default(),
+    )
+    .map_err(failed(&args.index))?;
     let beside = |shard: &Path| {
         args.output.clone().unwrap_or_else(|| {
             shard
