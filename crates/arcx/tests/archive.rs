@@ -78,6 +78,36 @@ fn round_trips_in_both_dialects() {
             paths
         };
         assert_eq!(listed, expected, "{dialect:?}: sorted order");
+        // A listing (no tables built) hands on the same files and totals.
+        let source = binfmt_core::FileSource::open(&out).unwrap();
+        let listing = binfmt_arcx::Listing::open(&source, Default::default()).unwrap();
+        let mut walked = Vec::new();
+        listing
+            .for_each(|file| {
+                walked.push((
+                    file.index,
+                    file.path.to_string(),
+                    file.size,
+                    *file.sha256,
+                    file.attributes,
+                ));
+                Ok::<(), ArcxError>(())
+            })
+            .unwrap();
+        let opened: Vec<_> = archive
+            .files()
+            .map(|f| {
+                let path = f.path().to_string();
+                (f.index(), path, f.size(), *f.sha256(), f.attributes())
+            })
+            .collect();
+        assert_eq!(walked, opened, "{dialect:?}");
+        let totals = listing.summary();
+        assert_eq!(totals.dialect, dialect);
+        assert_eq!(totals.files, files.len() as u64);
+        assert_eq!(totals.bytes, archive.total_size().unwrap());
+        assert_eq!(totals.blocks, archive.manifest().blocks().len() as u64);
+        assert_eq!(totals.archive_size, archive.size());
         for (path, bytes) in &files {
             assert_eq!(&archive.read(path).unwrap(), bytes, "{dialect:?} {path}");
         }
