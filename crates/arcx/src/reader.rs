@@ -16,7 +16,7 @@ use binfmt_core::layout::IntoBytes;
 use binfmt_core::{FileSource, Source, SourceExt};
 use sha2::{Digest, Sha256};
 
-use crate::block::{self, BlockCache, BlockStream, Decoded};
+use crate::block::{self, BlockCache, BlockCursor, BlockStream, Decoded};
 use crate::check::{PathIndex, check};
 use crate::error::{ArcxError, Result};
 use crate::format::{Codec, Dialect, HEADER_MAGIC, HEADER_SIZE, Header, crc32};
@@ -149,6 +149,9 @@ pub struct Archive<S = FileSource> {
     /// (spec) or its copy's offset (arcx-cli).
     index_offset: u64,
     cache: BlockCache,
+    /// Large shared blocks being streamed, put down between the files
+    /// that share them ([`BlockCursor`]).
+    cursors: std::sync::Mutex<Vec<BlockCursor>>,
 }
 
 impl Archive<FileSource> {
@@ -262,6 +265,7 @@ impl<S: Source> Archive<S> {
             manifest_stored,
             index_offset,
             cache: BlockCache::default(),
+            cursors: std::sync::Mutex::default(),
         };
         archive.cache.keep_spare(spare);
         if options.check_header {
@@ -427,6 +431,8 @@ impl<S: Source> Archive<S> {
                 .map_err(|error| ArcxError::from_io(error, self.source.name()))?;
             summary.files += 1;
         }
+        // Large shared blocks read part way: their rest and their checks.
+        self.finish_cursors()?;
         // Blocks no file uses are still part of the archive.
         for (id, _) in used.iter().enumerate().filter(|(_, used)| !**used) {
             let id = id as u32;
@@ -458,18 +464,71 @@ impl<S: Source> Archive<S> {
             })
     }
 
+    /// The cursor of block `id` put down at or before `offset`, if any.
+    fn take_cursor(&self, id: u32, offset: u64) -> Option<BlockCursor> {
+        let mut cursors = self
+            .cursors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = cursors
+            .iter()
+            .position(|cursor| cursor.block() == id && cursor.position() <= offset)?;
+        Some(cursors.swap_remove(at))
+    }
+
+    /// Puts `cursor` down for the next file of its block; the oldest goes
+    /// when more than [`KEPT_CURSORS`] are down.
+    fn put_cursor(&self, cursor: BlockCursor) {
+        let mut cursors = self
+            .cursors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cursors.push(cursor);
+        if cursors.len() > KEPT_CURSORS {
+            cursors.remove(0);
+        }
+    }
+
+    /// Reads the rest of every block left part read and runs its checks.
+    pub(crate) fn finish_cursors(&self) -> Result<()> {
+        let cursors = std::mem::take(
+            &mut *self
+                .cursors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for cursor in cursors {
+            cursor.finish(&self.source)?;
+        }
+        Ok(())
+    }
+
     /// The piece of a file that `chunk` is: a slice of a decoded block, or
     /// a stream of a large block.
     fn piece(&self, chunk: ChunkRecord) -> Result<Piece<'_, S>> {
         let id = chunk.block;
         let block = self.block_record(id)?;
         if u64::from(block.size) > self.limits.max_shared_block {
-            // `check` proved a large block is one whole chunk.
-            return Ok(Piece::Stream(Box::new(BlockStream::open(
-                &self.source,
-                id,
-                &block,
-            )?)));
+            if chunk.offset == 0 && chunk.size == block.size {
+                return Ok(Piece::Stream(Box::new(BlockStream::open(
+                    &self.source,
+                    id,
+                    &block,
+                )?)));
+            }
+            // A large block several files share: streamed once as they are
+            // read in order (`check` proved their chunks follow file order),
+            // from its start when a reader asks for it out of order.
+            let offset = u64::from(chunk.offset);
+            let mut cursor = match self.take_cursor(id, offset) {
+                Some(cursor) => cursor,
+                None => BlockCursor::open(&self.source, id, &block)?,
+            };
+            cursor.skip_to(&self.source, offset)?;
+            return Ok(Piece::Cursor {
+                cursor: Some(cursor),
+                remaining: u64::from(chunk.size),
+            });
         }
         let start = chunk.offset as usize;
         let end = start + chunk.size as usize;
@@ -600,8 +659,17 @@ pub struct VerifySummary {
     pub blocks: u64,
 }
 
+/// How many large shared blocks an archive keeps part read (one per
+/// extraction thread working through one).
+const KEPT_CURSORS: usize = 16;
+
 /// Where the next bytes of a file come from.
 enum Piece<'a, S: Source> {
+    /// A chunk of a large shared block: `remaining` bytes from the cursor.
+    Cursor {
+        cursor: Option<BlockCursor>,
+        remaining: u64,
+    },
     Idle,
     Memory {
         bytes: Decoded<'a>,
@@ -689,6 +757,24 @@ impl<S: Source> Read for FileReader<'_, S> {
                     n
                 }
                 Piece::Stream(stream) => stream.read(buf)?,
+                Piece::Cursor { cursor, remaining } => {
+                    let want = buf
+                        .len()
+                        .min(usize::try_from(*remaining).unwrap_or(usize::MAX));
+                    let n = match (cursor.as_mut(), buf.get_mut(..want)) {
+                        (Some(cursor), Some(out)) if !out.is_empty() => cursor
+                            .read(&self.archive.source, out)
+                            .map_err(ArcxError::into_io)?,
+                        _ => 0,
+                    };
+                    *remaining -= n as u64;
+                    if *remaining == 0 {
+                        if let Some(cursor) = cursor.take() {
+                            self.archive.put_cursor(cursor);
+                        }
+                    }
+                    n
+                }
             };
             if n > 0 {
                 self.hasher.update(buf.get(..n).unwrap_or_default());
