@@ -392,3 +392,237 @@ impl<S: Source + ?Sized> Read for BlockStream<'_, S> {
         Ok(n)
     }
 }
+
+/// A large block read as a stream that can be put down between files and
+/// picked up again: it owns its decoder and reads its stored bytes through
+/// the source handed to each call, so a block shared by many files (larger
+/// than `max_shared_block`, never decoded whole) is decoded once as they
+/// are read in order. Its checks run when its end is reached
+/// ([`BlockCursor::finish`]).
+pub(crate) struct BlockCursor {
+    id: u32,
+    block: BlockRecord,
+    /// `None` for a stored block.
+    context: Option<zstd::zstd_safe::DCtx<'static>>,
+    crc: crc32fast::Hasher,
+    input: Vec<u8>,
+    in_pos: usize,
+    /// Stored bytes fetched so far.
+    fetched: u64,
+    /// Decompressed bytes produced so far.
+    position: u64,
+    frame_done: bool,
+}
+
+impl std::fmt::Debug for BlockCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockCursor")
+            .field("id", &self.id)
+            .field("position", &self.position)
+            .finish()
+    }
+}
+
+/// Stored bytes fetched at once by a cursor.
+const CURSOR_INPUT: u64 = 256 << 10;
+
+impl BlockCursor {
+    /// Block `id` from its start; checks its size prefix.
+    pub(crate) fn open<S: Source + ?Sized>(
+        source: &S,
+        id: u32,
+        block: &BlockRecord,
+    ) -> Result<Self> {
+        let prefix = u32::from_le_bytes(source.array_at::<4>(block.offset, "block size prefix")?);
+        if prefix != block.stored_size {
+            return Err(data_error(
+                id,
+                format!(
+                    "size prefix {prefix} disagrees with the manifest's {}",
+                    block.stored_size
+                ),
+            ));
+        }
+        let context = match block.codec {
+            Codec::Store => None,
+            Codec::Zstd => {
+                let zstd = |code| {
+                    data_error(
+                        id,
+                        format!("zstd: {}", zstd::zstd_safe::get_error_name(code)),
+                    )
+                };
+                let mut context = zstd::zstd_safe::DCtx::try_create()
+                    .ok_or_else(|| data_error(id, "zstd: no memory for a decoder"))?;
+                context
+                    .set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(MAX_WINDOW_LOG))
+                    .map_err(zstd)?;
+                Some(context)
+            }
+        };
+        Ok(Self {
+            id,
+            block: *block,
+            context,
+            crc: crc32fast::Hasher::new(),
+            input: Vec::new(),
+            in_pos: 0,
+            fetched: 0,
+            position: 0,
+            frame_done: false,
+        })
+    }
+
+    /// The block this cursor reads.
+    pub(crate) fn block(&self) -> u32 {
+        self.id
+    }
+
+    /// Decompressed bytes read so far.
+    pub(crate) fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Fetches the next stored bytes when the last are used up; returns
+    /// whether any are left.
+    fn refill<S: Source + ?Sized>(&mut self, source: &S) -> Result<bool> {
+        if self.in_pos < self.input.len() {
+            return Ok(true);
+        }
+        let left = u64::from(self.block.stored_size) - self.fetched;
+        if left == 0 {
+            return Ok(false);
+        }
+        let n = left.min(CURSOR_INPUT) as usize;
+        self.input.resize(n, 0);
+        source.fill_at(
+            self.block.offset + 4 + self.fetched,
+            &mut self.input,
+            "block",
+        )?;
+        self.crc.update(&self.input);
+        self.fetched += n as u64;
+        self.in_pos = 0;
+        Ok(true)
+    }
+
+    /// Reads the next decompressed bytes into `buf` (none at the block's
+    /// end).
+    pub(crate) fn read<S: Source + ?Sized>(&mut self, source: &S, buf: &mut [u8]) -> Result<usize> {
+        let left = u64::from(self.block.size) - self.position;
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let Some(out) = buf.get_mut(..want).filter(|out| !out.is_empty()) else {
+            return Ok(0);
+        };
+        let id = self.id;
+        loop {
+            let more = self.refill(source)?;
+            let input = self.input.get(self.in_pos..).unwrap_or_default();
+            let produced = match &mut self.context {
+                None => {
+                    let n = input.len().min(out.len());
+                    if let (Some(to), Some(from)) = (out.get_mut(..n), input.get(..n)) {
+                        to.copy_from_slice(from);
+                    }
+                    self.in_pos += n;
+                    n
+                }
+                Some(context) => {
+                    let mut in_buffer = zstd::zstd_safe::InBuffer::around(input);
+                    let mut out_buffer = zstd::zstd_safe::OutBuffer::around(&mut *out);
+                    let hint = context
+                        .decompress_stream(&mut out_buffer, &mut in_buffer)
+                        .map_err(|code| {
+                            data_error(
+                                id,
+                                format!("zstd: {}", zstd::zstd_safe::get_error_name(code)),
+                            )
+                        })?;
+                    self.in_pos += in_buffer.pos();
+                    self.frame_done = hint == 0;
+                    out_buffer.pos()
+                }
+            };
+            if produced > 0 {
+                self.position += produced as u64;
+                return Ok(produced);
+            }
+            if !more || self.frame_done {
+                return Err(data_error(
+                    id,
+                    format!(
+                        "ends {} bytes short of the {} the manifest says",
+                        left, self.block.size
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// Reads on to `offset` in the block, discarding what lies before.
+    pub(crate) fn skip_to<S: Source + ?Sized>(&mut self, source: &S, offset: u64) -> Result<()> {
+        let mut scratch = vec![0u8; 64 << 10];
+        while self.position < offset {
+            let gap = usize::try_from(offset - self.position).unwrap_or(usize::MAX);
+            let n = self.read(
+                source,
+                scratch.get_mut(..gap.min(64 << 10)).unwrap_or_default(),
+            )?;
+            if n == 0 {
+                return Err(data_error(self.id, format!("ends before offset {offset}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the rest of the block and runs the end-of-block checks: no
+    /// output past the declared size, nothing after the frame, every stored
+    /// byte read, the CRC32 right.
+    pub(crate) fn finish<S: Source + ?Sized>(mut self, source: &S) -> Result<()> {
+        self.skip_to(source, u64::from(self.block.size))?;
+        let id = self.id;
+        if self.context.is_some() && !self.frame_done {
+            // The frame may still hold an end mark, or more output.
+            self.refill(source)?;
+            if let Some(context) = &mut self.context {
+                let mut probe = [0u8; 1];
+                let input = self.input.get(self.in_pos..).unwrap_or_default();
+                let mut in_buffer = zstd::zstd_safe::InBuffer::around(input);
+                let mut out_buffer = zstd::zstd_safe::OutBuffer::around(&mut probe[..]);
+                let hint = context
+                    .decompress_stream(&mut out_buffer, &mut in_buffer)
+                    .map_err(|code| {
+                        data_error(
+                            id,
+                            format!("zstd: {}", zstd::zstd_safe::get_error_name(code)),
+                        )
+                    })?;
+                self.in_pos += in_buffer.pos();
+                if out_buffer.pos() > 0 {
+                    return Err(data_error(
+                        id,
+                        format!(
+                            "decompresses beyond the {} bytes the manifest says",
+                            self.block.size
+                        ),
+                    ));
+                }
+                if hint != 0 {
+                    return Err(data_error(id, "zstd: the frame is incomplete"));
+                }
+            }
+        }
+        if self.in_pos < self.input.len() || self.fetched < u64::from(self.block.stored_size) {
+            return Err(data_error(id, "bytes after the zstd frame"));
+        }
+        let found = self.crc.finalize();
+        if found != self.block.checksum {
+            return Err(ArcxError::BlockChecksum {
+                block: id,
+                expected: self.block.checksum,
+                found,
+            });
+        }
+        Ok(())
+    }
+}

@@ -65,10 +65,12 @@ pub(crate) fn corrupt(what: String, why: String) -> ArcxError {
 /// - Every chunk lies inside its block; chunks of one block do not overlap;
 ///   every chunk belongs to exactly one file, the one it names, and appears
 ///   in that file's list once (lists are strictly increasing).
-/// - A block holding several chunks (shared by small files) is at most
-///   `max_shared_block` bytes and every file with a chunk in it has only
-///   that chunk; a block holding one chunk is exactly that chunk. So a file
-///   is one piece of a shared block, or whole blocks of its own.
+/// - Every file with a chunk in a block holding several chunks (shared by
+///   small files) has only that chunk; a block holding one chunk is
+///   exactly that chunk. So a file is one piece of a shared block, or
+///   whole blocks of its own. A shared block larger than
+///   `max_shared_block` is streamed, not decoded whole: its chunks lie in
+///   it in file order.
 /// - In file order, the shared blocks files start in never go back: a
 ///   reader keeping the last shared block decodes each block once.
 /// - A file's chunks add up to its size (checked arithmetic); directories
@@ -276,9 +278,16 @@ pub(crate) fn check_overlaps(chunks: &[ChunkRecord], id: impl Fn(u32) -> u32) ->
     Ok(())
 }
 
+/// The shared block the previous file's chunk lies in, and where it ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LastShared {
+    block: u32,
+    end: u64,
+}
+
 fn check_files(manifest: &Manifest, users: &[u32], limits: &Limits) -> Result<()> {
     let blocks = manifest.blocks();
-    let mut last_shared: Option<u32> = None;
+    let mut last_shared: Option<LastShared> = None;
     for file in manifest.files() {
         check_file(
             file,
@@ -301,7 +310,7 @@ pub(crate) fn check_file(
     block: impl Fn(u32) -> Option<BlockRecord>,
     users: impl Fn(u32) -> u32,
     limits: &Limits,
-    last_shared: &mut Option<u32>,
+    last_shared: &mut Option<LastShared>,
 ) -> Result<()> {
     let what = || format!("file {}", file.path());
     if file.path().name().is_empty() || file.path().name().contains('/') {
@@ -328,23 +337,32 @@ pub(crate) fn check_file(
                     ),
                 ));
             }
-            if record.is_some_and(|b| u64::from(b.size) > limits.max_shared_block) {
-                return Err(corrupt(
-                    format!("block {}", chunk.block),
-                    format!(
-                        "is shared by {} chunks and holds more than the {}-byte shared-block limit",
-                        users(chunk.block),
-                        limits.max_shared_block
-                    ),
-                ));
-            }
-            if last_shared.is_some_and(|last| chunk.block < last) {
+            if last_shared.is_some_and(|last| chunk.block < last.block) {
                 return Err(ArcxError::SharedBlockRevisited {
                     file: file.path().to_string(),
                     block: chunk.block,
                 });
             }
-            *last_shared = Some(chunk.block);
+            // A shared block larger than `max_shared_block` is never
+            // decoded whole but streamed once through its files' chunks,
+            // so they must lie in it in file order.
+            let large = record.is_some_and(|b| u64::from(b.size) > limits.max_shared_block);
+            let end = u64::from(chunk.offset) + u64::from(chunk.size);
+            if let Some(last) = last_shared.filter(|last| large && last.block == chunk.block)
+                && u64::from(chunk.offset) < last.end
+            {
+                return Err(corrupt(
+                    format!("file {}", file.path()),
+                    format!(
+                        "starts at {} in block {}, before the previous file's chunk ends ({}): a shared block over the {}-byte limit is streamed, so its chunks follow file order",
+                        chunk.offset, chunk.block, last.end, limits.max_shared_block
+                    ),
+                ));
+            }
+            *last_shared = Some(LastShared {
+                block: chunk.block,
+                end,
+            });
         } else if record.is_some_and(|b| chunk.offset != 0 || chunk.size != b.size) {
             return Err(corrupt(
                 format!("block {}", chunk.block),

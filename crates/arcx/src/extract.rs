@@ -210,7 +210,7 @@ impl<S: Source> Archive<S> {
                 .map(extract_run)
                 .try_reduce(ExtractSummary::default, |a, b| Ok(a.add(b)))
         };
-        match options.jobs {
+        let summary = match options.jobs {
             Some(jobs) => rayon::ThreadPoolBuilder::new()
                 .num_threads(jobs.max(1))
                 .build()
@@ -219,7 +219,10 @@ impl<S: Source> Archive<S> {
                 })?
                 .install(all),
             None => all(),
-        }
+        }?;
+        // Large shared blocks streamed part way: their rest and checks.
+        self.finish_cursors()?;
+        Ok(summary)
     }
 
     /// The files in runs that share a block, in archive order: a run is

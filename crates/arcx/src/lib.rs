@@ -8,6 +8,8 @@
 //!   manifest only, and checks what every reference means;
 //! - [`Archive::open_one`] finds one path without decoding the rest of the
 //!   manifest (every row's layout still checked; that file's meaning too);
+//! - [`Listing`] hands every file on one at a time without building the
+//!   manifest's tables (what `list` and `info` need, in less memory);
 //! - [`FileReader`] is one file as `std::io::Read`, decompressed block by
 //!   block, its SHA-256 checked at the end;
 //! - [`Packer`] writes to any `Write + Seek`; [`pack_dir`] packs a tree with
@@ -36,9 +38,11 @@ mod check;
 mod error;
 mod extract;
 pub mod format;
+mod listing;
 mod lookup;
 pub mod manifest;
 mod reader;
+mod stored;
 mod tables;
 mod walk;
 mod writer;
@@ -46,6 +50,7 @@ mod writer;
 pub use error::{ArcxError, Result};
 pub use extract::{ExtractOptions, ExtractSummary};
 pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER_SIZE};
+pub use listing::{ListSummary, Listed, Listing};
 pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
 pub use reader::{Archive, FileReader, Limits, OneFile, OpenOptions, VerifySummary};
 pub use walk::{PackProgress, Skipped, pack_dir};

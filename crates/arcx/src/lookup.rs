@@ -386,11 +386,4 @@ impl<'a> Visit<'a> for Lookup<'a, '_> {
         }
         Ok(())
     }
-
-    fn attributes(&mut self, id: u32, attributes: Attributes) -> std::result::Result<(), Error> {
-        if let Some(found) = self.found.as_mut().filter(|found| found.id == id) {
-            found.attributes = attributes;
-        }
-        Ok(())
-    }
 }

@@ -972,15 +972,6 @@ impl<'a> Visit<'a> for Decoder {
         self.blocks.push(block);
         Ok(())
     }
-
-    fn attributes(&mut self, id: u32, attributes: Attributes) -> Result<(), Error> {
-        if let Some(file) = self.files.get_mut(id as usize) {
-            file.mode = attributes.mode;
-            file.mtime_ns = attributes.mtime_ns;
-            file.kind = attributes.kind;
-        }
-        Ok(())
-    }
 }
 
 /// The spec dialect's rule for chunk `id` of file `path`: its stored

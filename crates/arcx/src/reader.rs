@@ -9,7 +9,6 @@
 //! decompresses only that file's blocks, checks each block's CRC32 and size,
 //! and the file's SHA-256 when its last byte has been read.
 
-use std::borrow::Cow;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -17,16 +16,13 @@ use binfmt_core::layout::IntoBytes;
 use binfmt_core::{FileSource, Source, SourceExt};
 use sha2::{Digest, Sha256};
 
-use crate::block::{self, BlockCache, BlockStream, Decoded};
+use crate::block::{self, BlockCache, BlockCursor, BlockStream, Decoded};
 use crate::check::{PathIndex, check};
 use crate::error::{ArcxError, Result};
-use crate::format::{
-    Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_MAGIC, HEADER_SIZE, Header,
-    MANIFEST_MAGIC, crc32,
-};
+use crate::format::{Codec, Dialect, HEADER_MAGIC, HEADER_SIZE, Header, crc32};
 use crate::lookup;
 use crate::manifest::{ChunkRecord, FileEntry, Manifest};
-use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
+use crate::stored::{Stored, check_total_files, manifest_error};
 
 /// Bounds a reader enforces against hostile archives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +104,7 @@ impl Limits {
     }
 
     /// The most bytes a manifest stored in `stored` bytes may decompress to.
-    fn manifest_budget(&self, stored: u64) -> u64 {
+    pub(crate) fn manifest_budget(&self, stored: u64) -> u64 {
         let by_ratio = stored.saturating_mul(self.max_manifest_ratio).max(16 << 20);
         self.max_manifest_size.min(by_ratio)
     }
@@ -153,6 +149,9 @@ pub struct Archive<S = FileSource> {
     /// (spec) or its copy's offset (arcx-cli).
     index_offset: u64,
     cache: BlockCache,
+    /// Large shared blocks being streamed, put down between the files
+    /// that share them ([`BlockCursor`]).
+    cursors: std::sync::Mutex<Vec<BlockCursor>>,
 }
 
 impl Archive<FileSource> {
@@ -161,108 +160,6 @@ impl Archive<FileSource> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::new(FileSource::open(path)?)
     }
-}
-
-/// Decompresses the zstd frames in `stored`, failing once the output passes
-/// `limit` bytes: the output grows as it is produced, never by a declared
-/// size. zstd writes straight into the output's spare room; the first room
-/// is a multiple of the bytes present ([`FIRST_ROOM_PER_STORED_BYTE`], within
-/// `limit`), and when a frame's stated size fits in it zstd decodes the frame
-/// in one pass, with no window buffer and no copy (a frame whose content is
-/// not its stated size is refused by zstd either way).
-fn decompress_bounded(stored: &[u8], limit: u64) -> io::Result<Vec<u8>> {
-    block::with_context(|context| decompress_bounded_with(context, stored, limit))
-}
-
-/// [`decompress_bounded`] with a decompression context in its initial
-/// state.
-fn decompress_bounded_with(
-    context: &mut DCtx<'_>,
-    stored: &[u8],
-    limit: u64,
-) -> io::Result<Vec<u8>> {
-    let zstd_error = |code| io::Error::other(zstd::zstd_safe::get_error_name(code));
-    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut input = InBuffer::around(stored);
-    let mut out = Vec::new();
-    let mut room = stored
-        .len()
-        .saturating_mul(FIRST_ROOM_PER_STORED_BYTE)
-        .max(MIN_ROOM);
-    loop {
-        // At the limit, one byte more (into a byte of its own, not the
-        // output) tells "exactly the limit" from "beyond".
-        let mut probe = [0u8; 1];
-        let full = out.len() == out.capacity() && out.len() >= cap;
-        if out.len() == out.capacity() && !full {
-            room = room.min(cap);
-            out.try_reserve_exact(room - out.len())
-                .map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
-            room = room.saturating_mul(2);
-        }
-        let (hint, room_left) = if full {
-            let mut output = OutBuffer::around(&mut probe[..]);
-            let hint = context
-                .decompress_stream(&mut output, &mut input)
-                .map_err(zstd_error)?;
-            if output.pos() > 0 {
-                return Err(beyond(stored.len(), limit));
-            }
-            (hint, true)
-        } else {
-            let at = out.len();
-            let mut output = OutBuffer::around_pos(&mut out, at);
-            let hint = context
-                .decompress_stream(&mut output, &mut input)
-                .map_err(zstd_error)?;
-            (hint, output.pos() < output.capacity())
-        };
-        if out.len() > cap {
-            return Err(beyond(stored.len(), limit));
-        }
-        let consumed = input.pos() == stored.len();
-        if hint == 0 && consumed {
-            return Ok(out);
-        }
-        // A frame ended with bytes left: zstd starts the next frame on the
-        // next call. No input left, room left, and the frame not done: the
-        // input ends inside a frame.
-        if hint != 0 && consumed && room_left {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "incomplete frame",
-            ));
-        }
-    }
-}
-
-/// The output's first room per stored byte: real manifests decompress to
-/// 1.5–20 times their stored size, and room that is never written costs no
-/// memory (it is address space until touched).
-const FIRST_ROOM_PER_STORED_BYTE: usize = 8;
-/// The smallest first room.
-const MIN_ROOM: usize = 64 << 10;
-
-fn beyond(stored: usize, limit: u64) -> io::Error {
-    io::Error::other(format!(
-        "{stored} stored bytes decompress beyond {limit} bytes (limits: max_manifest_size, max_manifest_ratio)"
-    ))
-}
-
-fn manifest_error(error: binfmt_core::Error) -> ArcxError {
-    ArcxError::Manifest(error)
-}
-
-fn zstd_manifest(error: io::Error) -> ArcxError {
-    manifest_error(binfmt_core::Error::corrupt("zstd frame", error.to_string()))
-}
-
-fn too_large(what: &'static str, value: u64, limit: u64) -> ArcxError {
-    ArcxError::Core(binfmt_core::Error::LimitExceeded {
-        what: what.into(),
-        value,
-        limit,
-    })
 }
 
 impl<S: Source> Archive<S> {
@@ -316,75 +213,23 @@ impl<S: Source> Archive<S> {
         let limits = options
             .limits
             .with_max_block_size(options.limits.max_block_size);
-        let len = source.len();
-        if len < (HEADER_SIZE + FOOTER_SIZE) as u64 {
-            return Err(binfmt_core::Error::Truncated {
-                what: "ARCX archive (an 80-byte header and a 40-byte footer)".into(),
-                offset: 0,
-                needed: (HEADER_SIZE + FOOTER_SIZE) as u64,
-                available: len,
-            }
-            .into());
-        }
-        let footer_at = len - FOOTER_SIZE as u64;
-        let footer: Footer = source.record_at(footer_at)?;
-        if footer.magic != FOOTER_MAGIC {
-            return Err(binfmt_core::Error::bad_magic(
-                "ARCX footer (the archive is truncated or not ARCX)",
-                footer_at,
-                &FOOTER_MAGIC,
-                &footer.magic,
-            )
-            .into());
-        }
-        let manifest_offset = footer.manifest_offset.get();
-        if manifest_offset < HEADER_SIZE as u64 || manifest_offset >= footer_at {
-            return Err(manifest_error(binfmt_core::Error::OutOfBounds {
-                what: "manifest offset".into(),
-                offset: manifest_offset,
-                len: 0,
-                file_size: footer_at,
-            }));
-        }
-        // Both dialects put the manifest (the tool: the manifest and its
-        // copy) right before the footer: one read takes it all.
-        let region_len = footer_at - manifest_offset;
-        let region_limit = 2 * (limits.max_manifest_stored + 4);
-        if region_len > region_limit {
-            return Err(too_large("stored manifest", region_len, region_limit));
-        }
-        let region = source.region_at(manifest_offset, region_len, "manifest")?;
-        // What sits at the manifest offset tells the dialects apart: the
-        // spec's manifest starts with its magic, the tool's with a length.
-        let (dialect, body) = if region.starts_with(&MANIFEST_MAGIC) {
-            if footer.field_16.get() != region_len {
-                return Err(manifest_error(binfmt_core::Error::corrupt(
-                    "footer",
-                    format!(
-                        "says the manifest is {} bytes, but {region_len} bytes lie between its start and the footer",
-                        footer.field_16.get()
-                    ),
-                )));
-            }
-            (
-                Dialect::Spec,
-                Self::spec_manifest(&region, &footer, &limits)?,
-            )
-        } else {
-            let body = Self::cli_manifest(&region, &footer, manifest_offset, &limits)?;
-            (Dialect::ArcxCli, body)
-        };
-        let manifest = match one {
-            None => match dialect {
-                Dialect::Spec => Manifest::decode_spec_body(&body),
-                _ => Manifest::decode_cli_raw(&body),
-            }
-            .map_err(manifest_error)?,
-            Some(path) => lookup::find(dialect, &body, path, manifest_offset, &limits)?
-                .ok_or_else(|| ArcxError::NotFound {
-                    path: path.to_owned(),
-                })?,
-        };
+        let stored = Stored::read(&source, &limits)?;
+        let (dialect, manifest_offset, region_len) =
+            (stored.dialect, stored.manifest_offset, stored.region_len);
+        let index_offset = stored.footer.field_16.get();
+        let body = stored.body();
+        let manifest =
+            match one {
+                None => match dialect {
+                    Dialect::Spec => Manifest::decode_spec_body(body),
+                    _ => Manifest::decode_cli_raw(body),
+                }
+                .map_err(manifest_error)?,
+                Some(path) => lookup::find(dialect, body, path, manifest_offset, &limits)?
+                    .ok_or_else(|| ArcxError::NotFound {
+                        path: path.to_owned(),
+                    })?,
+            };
         // One file's rows are copied out of the decompressed manifest: its
         // buffer, written once already, takes the file's first block when
         // that block is decompressed whole into no more room than it has.
@@ -395,25 +240,16 @@ impl<S: Source> Archive<S> {
                     && block.size as usize <= buffer.capacity()
             })
         };
-        let spare = match (one, body) {
-            (Some(_), Cow::Owned(body)) if fits(&body) => body,
+        let spare = match (one, stored.decompressed) {
+            (Some(_), Some(body)) if fits(&body) => body,
             _ => Vec::new(),
         };
-        drop(region);
+        drop(stored.region);
         let manifest_stored = match dialect {
             Dialect::Spec => region_len,
             Dialect::ArcxCli => region_len / 2,
         };
-        let files = manifest.archive_files();
-        if dialect == Dialect::Spec && u64::from(footer.field_24.get()) != files as u64 {
-            return Err(manifest_error(binfmt_core::Error::corrupt(
-                "footer",
-                format!(
-                    "total_files is {} but the manifest lists {files} files",
-                    footer.field_24.get(),
-                ),
-            )));
-        }
+        check_total_files(dialect, &stored.footer, manifest.archive_files() as u64)?;
         let paths = match one {
             None => check(&manifest, manifest_offset, &limits)?,
             // `lookup::find` checked what the file depends on.
@@ -427,8 +263,9 @@ impl<S: Source> Archive<S> {
             limits,
             manifest_offset,
             manifest_stored,
-            index_offset: footer.field_16.get(),
+            index_offset,
             cache: BlockCache::default(),
+            cursors: std::sync::Mutex::default(),
         };
         archive.cache.keep_spare(spare);
         if options.check_header {
@@ -442,129 +279,12 @@ impl<S: Source> Archive<S> {
     /// it (the footer and the manifest locate everything), so a source that
     /// pays per request may leave it to [`Archive::verify`].
     pub fn check_header(&self) -> Result<()> {
-        let header: Header = self.source.record_at(0)?;
-        if header.magic != HEADER_MAGIC {
-            return Err(binfmt_core::Error::bad_magic(
-                "ARCX header",
-                0,
-                &HEADER_MAGIC,
-                &header.magic,
-            )
-            .into());
-        }
-        let (major, minor) = (header.version_major.get(), header.version_minor.get());
-        if major != 0 {
-            return Err(binfmt_core::Error::UnsupportedVersion {
-                what: "ARCX".into(),
-                found: format!("{major}.{minor}"),
-                supported: "major version 0".into(),
-            }
-            .into());
-        }
-        agree(
-            "manifest_offset",
-            header.manifest_offset.get(),
+        check_header_fields(
+            &self.source,
+            self.dialect,
             self.manifest_offset,
-        )?;
-        agree("data_offset", header.data_offset.get(), HEADER_SIZE as u64)?;
-        match self.dialect {
-            Dialect::Spec => agree("index_offset", header.index_offset.get(), 0),
-            _ => {
-                agree("index_offset", header.index_offset.get(), self.index_offset)?;
-                let found = u64::from(crc32(header.as_bytes().get(..72).unwrap_or_default()));
-                let expected = header.tail_2.get();
-                if expected == found {
-                    Ok(())
-                } else {
-                    Err(ArcxError::HeaderChecksum { expected, found })
-                }
-            }
-        }
-    }
-
-    /// The spec manifest's body, decompressed.
-    fn spec_manifest(
-        region: &[u8],
-        footer: &Footer,
-        limits: &Limits,
-    ) -> Result<Cow<'static, [u8]>> {
-        let size = region.len() as u64;
-        if size > limits.max_manifest_stored {
-            return Err(too_large(
-                "stored manifest",
-                size,
-                limits.max_manifest_stored,
-            ));
-        }
-        let found = crc32(region);
-        let expected = footer.field_28.get();
-        if found != expected {
-            return Err(ArcxError::ManifestChecksum { expected, found });
-        }
-        let compressed = region.get(MANIFEST_MAGIC.len()..).unwrap_or_default();
-        let budget = limits.manifest_budget(compressed.len() as u64);
-        let body = decompress_bounded(compressed, budget).map_err(zstd_manifest)?;
-        Ok(Cow::Owned(body))
-    }
-
-    /// The tool's region: u32 length, the manifest, then the same again
-    /// (the copy it calls the index), then the footer. Returns the raw
-    /// manifest (`MFv2` ...), decompressed when it is compressed.
-    fn cli_manifest<'r>(
-        region: &'r [u8],
-        footer: &Footer,
-        manifest_offset: u64,
-        limits: &Limits,
-    ) -> Result<Cow<'r, [u8]>> {
-        let length = region
-            .first_chunk::<4>()
-            .map_or(0, |bytes| u64::from(u32::from_le_bytes(*bytes)));
-        if length > limits.max_manifest_stored {
-            return Err(too_large(
-                "stored manifest",
-                length,
-                limits.max_manifest_stored,
-            ));
-        }
-        let framed = 4 + length;
-        let index_offset = footer.field_16.get();
-        if index_offset != manifest_offset + framed || region.len() as u64 != 2 * framed {
-            return Err(manifest_error(binfmt_core::Error::corrupt(
-                "manifest",
-                format!(
-                    "{} bytes lie between the manifest and the footer, which puts the copy at {index_offset}; a {length}-byte manifest and its copy take {} with the copy at {}",
-                    region.len(),
-                    2 * framed,
-                    manifest_offset + framed
-                ),
-            )));
-        }
-        let (first, copy) = region.split_at(framed as usize);
-        // Nothing checksums this manifest, but the tool writes it twice: a
-        // byte flipped in either copy shows as a difference.
-        if first != copy {
-            return Err(manifest_error(binfmt_core::Error::corrupt(
-                "manifest",
-                "the manifest and its copy (the index) differ",
-            )));
-        }
-        let (&flags, payload) = first
-            .get(4..)
-            .unwrap_or_default()
-            .split_first()
-            .ok_or_else(|| {
-                manifest_error(binfmt_core::Error::corrupt(
-                    "manifest",
-                    "empty manifest region",
-                ))
-            })?;
-        if flags & 0x01 != 0 {
-            let budget = limits.manifest_budget(payload.len() as u64);
-            let raw = decompress_bounded(payload, budget).map_err(zstd_manifest)?;
-            Ok(Cow::Owned(raw))
-        } else {
-            Ok(Cow::Borrowed(payload))
-        }
+            self.index_offset,
+        )
     }
 
     /// Which dialect the archive is in.
@@ -711,6 +431,8 @@ impl<S: Source> Archive<S> {
                 .map_err(|error| ArcxError::from_io(error, self.source.name()))?;
             summary.files += 1;
         }
+        // Large shared blocks read part way: their rest and their checks.
+        self.finish_cursors()?;
         // Blocks no file uses are still part of the archive.
         for (id, _) in used.iter().enumerate().filter(|(_, used)| !**used) {
             let id = id as u32;
@@ -742,18 +464,71 @@ impl<S: Source> Archive<S> {
             })
     }
 
+    /// The cursor of block `id` put down at or before `offset`, if any.
+    fn take_cursor(&self, id: u32, offset: u64) -> Option<BlockCursor> {
+        let mut cursors = self
+            .cursors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = cursors
+            .iter()
+            .position(|cursor| cursor.block() == id && cursor.position() <= offset)?;
+        Some(cursors.swap_remove(at))
+    }
+
+    /// Puts `cursor` down for the next file of its block; the oldest goes
+    /// when more than [`KEPT_CURSORS`] are down.
+    fn put_cursor(&self, cursor: BlockCursor) {
+        let mut cursors = self
+            .cursors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cursors.push(cursor);
+        if cursors.len() > KEPT_CURSORS {
+            cursors.remove(0);
+        }
+    }
+
+    /// Reads the rest of every block left part read and runs its checks.
+    pub(crate) fn finish_cursors(&self) -> Result<()> {
+        let cursors = std::mem::take(
+            &mut *self
+                .cursors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for cursor in cursors {
+            cursor.finish(&self.source)?;
+        }
+        Ok(())
+    }
+
     /// The piece of a file that `chunk` is: a slice of a decoded block, or
     /// a stream of a large block.
     fn piece(&self, chunk: ChunkRecord) -> Result<Piece<'_, S>> {
         let id = chunk.block;
         let block = self.block_record(id)?;
         if u64::from(block.size) > self.limits.max_shared_block {
-            // `check` proved a large block is one whole chunk.
-            return Ok(Piece::Stream(Box::new(BlockStream::open(
-                &self.source,
-                id,
-                &block,
-            )?)));
+            if chunk.offset == 0 && chunk.size == block.size {
+                return Ok(Piece::Stream(Box::new(BlockStream::open(
+                    &self.source,
+                    id,
+                    &block,
+                )?)));
+            }
+            // A large block several files share: streamed once as they are
+            // read in order (`check` proved their chunks follow file order),
+            // from its start when a reader asks for it out of order.
+            let offset = u64::from(chunk.offset);
+            let mut cursor = match self.take_cursor(id, offset) {
+                Some(cursor) => cursor,
+                None => BlockCursor::open(&self.source, id, &block)?,
+            };
+            cursor.skip_to(&self.source, offset)?;
+            return Ok(Piece::Cursor {
+                cursor: Some(cursor),
+                remaining: u64::from(chunk.size),
+            });
         }
         let start = chunk.offset as usize;
         let end = start + chunk.size as usize;
@@ -815,6 +590,50 @@ impl<S: Source> OneFile<S> {
     }
 }
 
+/// The header's checks ([`Archive::check_header`]) for an archive of
+/// `dialect` whose footer gives `manifest_offset` and `index_offset`.
+pub(crate) fn check_header_fields<S: Source + ?Sized>(
+    source: &S,
+    dialect: Dialect,
+    manifest_offset: u64,
+    index_offset: u64,
+) -> Result<()> {
+    let header: Header = source.record_at(0)?;
+    if header.magic != HEADER_MAGIC {
+        return Err(
+            binfmt_core::Error::bad_magic("ARCX header", 0, &HEADER_MAGIC, &header.magic).into(),
+        );
+    }
+    let (major, minor) = (header.version_major.get(), header.version_minor.get());
+    if major != 0 {
+        return Err(binfmt_core::Error::UnsupportedVersion {
+            what: "ARCX".into(),
+            found: format!("{major}.{minor}"),
+            supported: "major version 0".into(),
+        }
+        .into());
+    }
+    agree(
+        "manifest_offset",
+        header.manifest_offset.get(),
+        manifest_offset,
+    )?;
+    agree("data_offset", header.data_offset.get(), HEADER_SIZE as u64)?;
+    match dialect {
+        Dialect::Spec => agree("index_offset", header.index_offset.get(), 0),
+        _ => {
+            agree("index_offset", header.index_offset.get(), index_offset)?;
+            let found = u64::from(crc32(header.as_bytes().get(..72).unwrap_or_default()));
+            let expected = header.tail_2.get();
+            if expected == found {
+                Ok(())
+            } else {
+                Err(ArcxError::HeaderChecksum { expected, found })
+            }
+        }
+    }
+}
+
 /// Requires a header field to repeat its footer field.
 fn agree(field: &'static str, header: u64, footer: u64) -> Result<()> {
     if header == footer {
@@ -840,8 +659,17 @@ pub struct VerifySummary {
     pub blocks: u64,
 }
 
+/// How many large shared blocks an archive keeps part read (one per
+/// extraction thread working through one).
+const KEPT_CURSORS: usize = 16;
+
 /// Where the next bytes of a file come from.
 enum Piece<'a, S: Source> {
+    /// A chunk of a large shared block: `remaining` bytes from the cursor.
+    Cursor {
+        cursor: Option<BlockCursor>,
+        remaining: u64,
+    },
     Idle,
     Memory {
         bytes: Decoded<'a>,
@@ -929,6 +757,24 @@ impl<S: Source> Read for FileReader<'_, S> {
                     n
                 }
                 Piece::Stream(stream) => stream.read(buf)?,
+                Piece::Cursor { cursor, remaining } => {
+                    let want = buf
+                        .len()
+                        .min(usize::try_from(*remaining).unwrap_or(usize::MAX));
+                    let n = match (cursor.as_mut(), buf.get_mut(..want)) {
+                        (Some(cursor), Some(out)) if !out.is_empty() => cursor
+                            .read(&self.archive.source, out)
+                            .map_err(ArcxError::into_io)?,
+                        _ => 0,
+                    };
+                    *remaining -= n as u64;
+                    if *remaining == 0 {
+                        if let Some(cursor) = cursor.take() {
+                            self.archive.put_cursor(cursor);
+                        }
+                    }
+                    n
+                }
             };
             if n > 0 {
                 self.hasher.update(buf.get(..n).unwrap_or_default());
@@ -937,104 +783,6 @@ impl<S: Source> Read for FileReader<'_, S> {
             self.current = Piece::Idle;
             if !self.advance().map_err(ArcxError::into_io)? {
                 return Ok(0);
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decompress_bounded;
-
-    /// A frame whose header states `stated` bytes for 100 bytes of content
-    /// (a one-byte content size field: single segment, no dictionary).
-    fn frame_stating(stated: u8) -> Vec<u8> {
-        let mut frame = zstd::bulk::compress(&[b'a'; 100], 3).unwrap();
-        assert_eq!(frame[4], 0x20, "single-segment header with a 1-byte size");
-        frame[5] = stated;
-        frame
-    }
-
-    #[test]
-    fn a_frame_whose_stated_size_is_not_its_content_is_refused() {
-        assert_eq!(
-            decompress_bounded(&frame_stating(100), 1 << 20).unwrap(),
-            [b'a'; 100]
-        );
-        for lie in [0, 1, 50, 99, 101, 200] {
-            assert!(
-                decompress_bounded(&frame_stating(lie), 1 << 20).is_err(),
-                "{lie}"
-            );
-        }
-    }
-
-    #[test]
-    fn output_beyond_the_limit_is_refused_whatever_the_frame_states() {
-        let frame = zstd::bulk::compress(&[0u8; 4096], 3).unwrap();
-        assert!(decompress_bounded(&frame, 4095).is_err());
-        assert_eq!(decompress_bounded(&frame, 4096).unwrap().len(), 4096);
-        let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
-        encoder.include_contentsize(false).unwrap();
-        std::io::Write::write_all(&mut encoder, &[0u8; 4096]).unwrap();
-        let unstated = encoder.finish().unwrap();
-        assert!(matches!(
-            zstd::zstd_safe::get_frame_content_size(&unstated),
-            Ok(None)
-        ));
-        assert!(decompress_bounded(&unstated, 4095).is_err());
-        assert_eq!(decompress_bounded(&unstated, 4096).unwrap().len(), 4096);
-    }
-
-    /// What zstd's own streaming reader makes of `stored` (every frame,
-    /// output capped at `limit` + 1 bytes).
-    fn by_zstd_reader(stored: &[u8], limit: u64) -> Result<Vec<u8>, ()> {
-        use std::io::Read;
-        let decoder = zstd::stream::read::Decoder::new(stored).map_err(|_| ())?;
-        let mut out = Vec::new();
-        decoder
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut out)
-            .map_err(|_| ())?;
-        if out.len() as u64 > limit {
-            return Err(());
-        }
-        Ok(out)
-    }
-
-    #[test]
-    fn every_truncation_and_byte_flip_ends_as_with_zstds_reader() {
-        let text: Vec<u8> = (0..20_000u32)
-            .flat_map(|i| format!("line {} of {}\n", i % 977, i % 13).into_bytes())
-            .collect();
-        let mut unstated = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
-        unstated.include_contentsize(false).unwrap();
-        std::io::Write::write_all(&mut unstated, &text[..5000]).unwrap();
-        let small = zstd::bulk::compress(&text[..3000], 3).unwrap();
-        // One frame decoded in one pass (it fits the first room), one far
-        // larger than its stored size (streamed), one without a stated size.
-        for stored in [
-            small.clone(),
-            zstd::bulk::compress(&text, 9).unwrap(),
-            [small, unstated.finish().unwrap()].concat(),
-        ] {
-            for limit in [u64::MAX, text.len() as u64 - 1, 4000] {
-                let check = |input: &[u8]| {
-                    assert_eq!(
-                        decompress_bounded(input, limit).map_err(|_| ()),
-                        by_zstd_reader(input, limit),
-                        "{} bytes, limit {limit}",
-                        input.len()
-                    );
-                };
-                for end in (0..stored.len()).step_by(7).chain([stored.len()]) {
-                    check(&stored[..end]);
-                }
-                for at in (0..stored.len()).step_by(5) {
-                    let mut flipped = stored.clone();
-                    flipped[at] ^= 0x5a;
-                    check(&flipped);
-                }
             }
         }
     }

@@ -29,7 +29,8 @@ pub(crate) struct FileRecord<'a, 's> {
     pub size: u64,
     /// The SHA-256 of its bytes.
     pub sha256: &'a [u8; 32],
-    /// Its metadata (spec: defaults, until the attribute table).
+    /// Its metadata (spec: from the attribute table, read beside the
+    /// file table; defaults without one).
     pub attributes: Attributes,
     /// Its chunk ids, strictly increasing.
     pub chunk_ids: &'s [u32],
@@ -64,8 +65,6 @@ pub(crate) trait Visit<'a> {
     fn blocks(&mut self, count: usize) -> Result<(), Error>;
     /// Block `id`.
     fn block(&mut self, id: u32, block: BlockRecord) -> Result<(), Error>;
-    /// Spec only, from the attribute table: file `id`'s metadata.
-    fn attributes(&mut self, id: u32, attributes: Attributes) -> Result<(), Error>;
 }
 
 /// The chunk table's rows, read one at a time; a copy reads them again.
@@ -152,6 +151,10 @@ pub(crate) fn walk_spec<'a>(body: &'a [u8], visit: &mut impl Visit<'a>) -> Resul
 
     let mut files = sections.required("file table")?;
     let file_count = files.count(37, "file count")?;
+    // The attribute table comes last but is read beside the file table,
+    // row for row, so every file row is whole when it is handed on (a
+    // listing can then print it without keeping it).
+    let mut attributes = attribute_table(sections.clone(), file_count)?;
     visit.files(file_count)?;
     let mut chunk_ids = Vec::new();
     for id in 0..file_count {
@@ -161,12 +164,25 @@ pub(crate) fn walk_spec<'a>(body: &'a [u8], visit: &mut impl Visit<'a>) -> Resul
         let size = files.varint("file size")?;
         let sha256 = sha256(&mut files)?;
         read_chunk_ids(&mut files, &mut chunk_ids, id)?;
+        let attributes = match &mut attributes {
+            Some(table) => {
+                let mode = read_mode(table)?;
+                let mtime_ns = table.varint_signed("file mtime")?;
+                let kind = read_kind(table, id)?;
+                Attributes {
+                    kind,
+                    mode,
+                    mtime_ns,
+                }
+            }
+            None => Attributes::default(),
+        };
         let row = FileRecord {
             dir,
             name,
             size,
             sha256,
-            attributes: Attributes::default(),
+            attributes,
             chunk_ids: &chunk_ids,
         };
         visit.file(id as u32, row)?;
@@ -209,29 +225,29 @@ pub(crate) fn walk_spec<'a>(body: &'a [u8], visit: &mut impl Visit<'a>) -> Resul
         visit.block(index as u32, block)?;
     }
 
-    if let Some(mut attributes) = sections.next("attribute table")? {
-        let count = attributes.count(3, "attribute count")?;
-        if count != file_count {
-            return Err(Error::corrupt(
-                "attribute table",
-                format!("{count} entries for {file_count} files"),
-            ));
-        }
-        for id in 0..count {
-            let mode = read_mode(&mut attributes)?;
-            let mtime_ns = attributes.varint_signed("file mtime")?;
-            let kind = read_kind(&mut attributes, id)?;
-            visit.attributes(
-                id as u32,
-                Attributes {
-                    kind,
-                    mode,
-                    mtime_ns,
-                },
-            )?;
-        }
-    }
     Ok(config)
+}
+
+/// The attribute table after the chunk and block tables (`sections` at the
+/// chunk table), its count checked against the files': a reader at its
+/// first row, or `None` when the body has none.
+fn attribute_table<'a>(
+    mut sections: Sections<'a>,
+    file_count: usize,
+) -> Result<Option<ByteReader<'a>>, Error> {
+    sections.required("chunk table")?;
+    sections.required("block table")?;
+    let Some(mut attributes) = sections.next("attribute table")? else {
+        return Ok(None);
+    };
+    let count = attributes.count(3, "attribute count")?;
+    if count != file_count {
+        return Err(Error::corrupt(
+            "attribute table",
+            format!("{count} entries for {file_count} files"),
+        ));
+    }
+    Ok(Some(attributes))
 }
 
 /// Walks an arcx-cli dialect raw manifest (`MFv2`, version, config,
@@ -377,6 +393,7 @@ pub(crate) fn utf8(bytes: &[u8]) -> Result<&str, Error> {
 }
 
 /// The spec body's sections, each a varint length and its bytes.
+#[derive(Clone)]
 struct Sections<'a>(ByteReader<'a>);
 
 impl<'a> Sections<'a> {

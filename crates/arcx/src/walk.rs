@@ -7,7 +7,9 @@
 //! never followed; empty directories are stored as directory entries. The
 //! archive being written is skipped, as tar does, when it lies inside the
 //! tree. Names that are not UTF-8 or hold a backslash, and special files
-//! (FIFOs, devices, sockets), are skipped and reported.
+//! (FIFOs, devices, sockets), are skipped and reported; so are symlinks
+//! and empty directories in the arcx-cli dialect, which `arcx` 0.3.0
+//! would extract as regular files.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -16,8 +18,11 @@ use binfmt_core::{AtomicFile, FileSource, SourceExt};
 use rayon::prelude::*;
 
 use crate::error::{ArcxError, Result};
+use crate::format::Dialect;
 use crate::manifest::{Attributes, FileKind};
-use crate::writer::{PackOptions, PackSummary, Packer, SmallFile, read_small};
+use crate::writer::{
+    NO_CLI_DIRECTORY, NO_CLI_SYMLINK, PackOptions, PackSummary, Packer, SmallFile, read_small,
+};
 
 /// Something a directory walk did not store, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +47,26 @@ struct Found {
 struct Walk {
     found: Vec<Found>,
     skipped: Vec<Skipped>,
+}
+
+impl Walk {
+    /// Moves every entry that is not a regular file to the skipped ones
+    /// (the arcx-cli dialect: `arcx` 0.3.0 extracts every entry as a
+    /// regular file), keeping both in path order.
+    fn regular_files_only(&mut self) {
+        let (files, others): (Vec<Found>, Vec<Found>) = std::mem::take(&mut self.found)
+            .into_iter()
+            .partition(|found| found.attributes.kind == FileKind::File);
+        self.found = files;
+        self.skipped.extend(others.into_iter().map(|found| Skipped {
+            why: match found.attributes.kind {
+                FileKind::Symlink => NO_CLI_SYMLINK,
+                _ => NO_CLI_DIRECTORY,
+            },
+            path: found.path,
+        }));
+        self.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    }
 }
 
 fn attributes(kind: FileKind, metadata: &fs::Metadata) -> Attributes {
@@ -237,10 +262,13 @@ pub fn pack_dir(
         None => None,
     };
     let existing = fs::metadata(destination).ok();
-    let walk = match &pool {
+    let mut walk = match &pool {
         Some(pool) => pool.install(|| walk(dir, existing.as_ref())),
         None => walk(dir, existing.as_ref()),
     }?;
+    if options.dialect == Dialect::ArcxCli {
+        walk.regular_files_only();
+    }
     progress(PackProgress::Started {
         entries: walk.found.len() as u64,
         bytes: walk.found.iter().map(|found| found.size).sum(),

@@ -31,6 +31,12 @@ use crate::format::{
 };
 use crate::manifest::{Attributes, BlockRecord, ChunkRecord, Config, FileKind, ManifestBuilder};
 
+/// Why the arcx-cli dialect leaves an empty directory out.
+pub(crate) const NO_CLI_DIRECTORY: &str = "an empty directory: the arcx-cli dialect holds regular files only (arcx 0.3.0 would extract it as an empty regular file)";
+
+/// Why the arcx-cli dialect leaves a symlink out.
+pub(crate) const NO_CLI_SYMLINK: &str = "a symlink: the arcx-cli dialect holds regular files only (arcx 0.3.0 would extract it as a regular file holding the target)";
+
 /// How to pack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -433,6 +439,9 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
                 why: "a directory holds no bytes: use add_directory",
             });
         }
+        if attributes.kind == FileKind::Symlink {
+            self.check_cli_kind(path, NO_CLI_SYMLINK)?;
+        }
         self.check_new_path(path)?;
         let block_size = self.options.block_size;
         let input = |error| ArcxError::Core(binfmt_core::Error::io(path, error));
@@ -544,6 +553,7 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
 
     /// Adds an empty directory.
     pub fn add_directory(&mut self, path: &str, mode: u32, mtime_ns: i64) -> Result<()> {
+        self.check_cli_kind(path, NO_CLI_DIRECTORY)?;
         self.check_new_path(path)?;
         let chunks = self.manifest.chunk_count();
         self.manifest
@@ -555,6 +565,19 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
                 Attributes::new(FileKind::Directory, mode, mtime_ns),
             )
             .map_err(ArcxError::Manifest)
+    }
+
+    /// The arcx-cli dialect holds regular files only: `arcx` 0.3.0 ignores
+    /// the kind byte and extracts every entry as a regular file, so a
+    /// directory or symlink would come out as a junk file (`why`).
+    fn check_cli_kind(&self, path: &str, why: &'static str) -> Result<()> {
+        if self.options.dialect == Dialect::ArcxCli {
+            return Err(ArcxError::BadInputPath {
+                path: path.to_owned(),
+                why,
+            });
+        }
+        Ok(())
     }
 
     /// Paths an archive can hold and every reader can extract: relative,

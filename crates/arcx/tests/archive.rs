@@ -78,6 +78,36 @@ fn round_trips_in_both_dialects() {
             paths
         };
         assert_eq!(listed, expected, "{dialect:?}: sorted order");
+        // A listing (no tables built) hands on the same files and totals.
+        let source = binfmt_core::FileSource::open(&out).unwrap();
+        let listing = binfmt_arcx::Listing::open(&source, Default::default()).unwrap();
+        let mut walked = Vec::new();
+        listing
+            .for_each(|file| {
+                walked.push((
+                    file.index,
+                    file.path.to_string(),
+                    file.size,
+                    *file.sha256,
+                    file.attributes,
+                ));
+                Ok::<(), ArcxError>(())
+            })
+            .unwrap();
+        let opened: Vec<_> = archive
+            .files()
+            .map(|f| {
+                let path = f.path().to_string();
+                (f.index(), path, f.size(), *f.sha256(), f.attributes())
+            })
+            .collect();
+        assert_eq!(walked, opened, "{dialect:?}");
+        let totals = listing.summary();
+        assert_eq!(totals.dialect, dialect);
+        assert_eq!(totals.files, files.len() as u64);
+        assert_eq!(totals.bytes, archive.total_size().unwrap());
+        assert_eq!(totals.blocks, archive.manifest().blocks().len() as u64);
+        assert_eq!(totals.archive_size, archive.size());
         for (path, bytes) in &files {
             assert_eq!(&archive.read(path).unwrap(), bytes, "{dialect:?} {path}");
         }
@@ -408,4 +438,67 @@ fn extraction_refuses_hostile_names_in_a_real_archive() {
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "{path:?}");
         assert!(!dir.path().join("escaped").exists(), "{path:?}");
     }
+}
+
+/// The arcx-cli dialect holds regular files only (`arcx` 0.3.0 extracts
+/// every entry as one): a walk leaves symlinks and empty directories out
+/// and reports each, and the packer refuses them; the spec dialect keeps
+/// them.
+#[cfg(unix)]
+#[test]
+fn the_arcx_cli_dialect_leaves_out_what_the_tool_would_extract_as_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(tree.join("empty")).unwrap();
+    fs::write(tree.join("file.txt"), b"file").unwrap();
+    std::os::unix::fs::symlink("file.txt", tree.join("link")).unwrap();
+    for dialect in DIALECTS {
+        let out = dir.path().join(format!("{dialect:?}.arcx"));
+        let summary =
+            pack_dir(&tree, &out, PackOptions::default().dialect(dialect), |_| {}).unwrap();
+        let archive = Archive::open(&out).unwrap();
+        let kinds: Vec<(String, &str)> = archive
+            .files()
+            .map(|file| (file.path().to_string(), file.attributes().kind.name()))
+            .collect();
+        let skipped: Vec<(PathBuf, &str)> = summary
+            .skipped
+            .iter()
+            .map(|skipped| {
+                (
+                    skipped.path.strip_prefix(&tree).unwrap().into(),
+                    skipped.why,
+                )
+            })
+            .collect();
+        if dialect == Dialect::ArcxCli {
+            assert_eq!(kinds, [("file.txt".to_owned(), "file")]);
+            assert_eq!(skipped.len(), 2, "{skipped:?}");
+            assert_eq!(skipped[0].0, Path::new("empty"));
+            assert!(skipped[0].1.contains("empty directory"), "{}", skipped[0].1);
+            assert_eq!(skipped[1].0, Path::new("link"));
+            assert!(skipped[1].1.contains("symlink"), "{}", skipped[1].1);
+        } else {
+            assert_eq!(
+                kinds,
+                [
+                    ("empty".to_owned(), "directory"),
+                    ("file.txt".to_owned(), "file"),
+                    ("link".to_owned(), "symlink")
+                ]
+            );
+            assert!(skipped.is_empty());
+        }
+    }
+    let options = PackOptions::default().dialect(Dialect::ArcxCli);
+    let mut packer = binfmt_arcx::Packer::new(std::io::Cursor::new(Vec::new()), options).unwrap();
+    assert!(matches!(
+        packer.add_directory("d", 0o755, 0),
+        Err(ArcxError::BadInputPath { .. })
+    ));
+    let symlink = binfmt_arcx::Attributes::new(binfmt_arcx::FileKind::Symlink, 0o777, 0);
+    assert!(matches!(
+        packer.add_with("l", symlink, &mut &b"target"[..]),
+        Err(ArcxError::BadInputPath { .. })
+    ));
 }

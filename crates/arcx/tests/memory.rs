@@ -11,7 +11,7 @@
 
 use std::io::Read;
 
-use binfmt_arcx::{Archive, PackOptions, Packer};
+use binfmt_arcx::{Archive, Listing, PackOptions, Packer};
 use binfmt_tests::memory::{Meter, measure, serial};
 
 #[global_allocator]
@@ -48,6 +48,63 @@ fn opening_costs_a_constant_per_manifest_byte() {
     );
     assert!(usage.peak <= 4 * body, "peak {} > 4 × {body}", usage.peak);
     assert!(kept <= 3 * body, "kept {kept} > 3 × {body}");
+}
+
+/// Listing (what `list` and `info` do) walks the manifest without building
+/// its tables: the peak is the decompressed manifest and 8 bytes a string,
+/// under 100 bytes a file (`spec/limits.md`), where opening the archive
+/// holds about three times the manifest.
+#[test]
+fn listing_streams_the_manifest() {
+    let _alone = serial();
+    let files = 200_000;
+    let mut packer = Packer::new(std::io::Cursor::new(Vec::new()), PackOptions::default()).unwrap();
+    for i in 0..files {
+        packer
+            .add(&format!("d{}/f{i:07}", i % 100), &mut &b""[..])
+            .unwrap();
+    }
+    let bytes = packer.finish().unwrap().0.into_inner();
+    let body = manifest_body(&bytes);
+    let ((count, listing_heap), usage) = measure(|| {
+        let listing = Listing::open(&bytes.as_slice(), Default::default()).unwrap();
+        let mut count = 0u64;
+        listing
+            .for_each(|file| {
+                assert!(file.path.name().starts_with('f'));
+                count += 1;
+                Ok::<(), binfmt_arcx::ArcxError>(())
+            })
+            .unwrap();
+        (count, listing.heap_size())
+    });
+    assert_eq!(count, files as u64);
+    let ((), opened) = measure(|| {
+        Archive::new(bytes.as_slice()).unwrap();
+    });
+    eprintln!(
+        "{files} files, {body} decompressed manifest bytes: listing peak {} ({} a file, {listing_heap} kept), opening peak {}",
+        usage.peak,
+        usage.peak / files,
+        opened.peak
+    );
+    // What it holds: the manifest and where each string lies.
+    assert!(
+        listing_heap < 100 * files,
+        "{listing_heap} kept for {files} files"
+    );
+    assert!(
+        listing_heap <= body + 8 * (files + 100),
+        "{listing_heap} kept"
+    );
+    // The peak adds the room decompression reserved (address space until
+    // written): still well under opening's.
+    assert!(
+        3 * usage.peak < 2 * opened.peak,
+        "{} vs {}",
+        usage.peak,
+        opened.peak
+    );
 }
 
 /// Reading a large file moves it through buffers of about a block; the

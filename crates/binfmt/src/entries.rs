@@ -109,6 +109,19 @@ pub trait EntrySource: Send + Sync {
     fn file(&self) -> &str;
     /// Every entry, in the file's order.
     fn list(&self) -> Result<Vec<Entry>>;
+    /// Hands every entry to `visit`, in the file's order, stopping at the
+    /// first error `visit` returns (reported as an I/O error of the file).
+    /// A source opened with [`OpenOptions::listing`] hands them on as it
+    /// reads them and holds none (an ARCX archive: `spec/limits.md`); the
+    /// others list them first.
+    fn each_entry(&self, visit: &mut dyn FnMut(Entry) -> std::io::Result<()>) -> Result<()> {
+        for entry in self.list()? {
+            visit(entry)
+                .map_err(|error| binfmt_core::Error::io(self.file(), error))
+                .in_file(self.file())?;
+        }
+        Ok(())
+    }
     /// The entry called `name`, as a stream; the format's checks of its
     /// bytes run as it is read, the last one when it ends.
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>>;
@@ -200,12 +213,24 @@ pub struct OpenOptions {
     /// ([`binfmt_arcx::Archive::open_one`]), fails to open when it is not
     /// there, and lists, reads and verifies that entry alone.
     pub only: Option<String>,
+    /// The caller only lists or counts the entries
+    /// ([`EntrySource::each_entry`]): an ARCX archive then walks its
+    /// manifest without building its tables
+    /// ([`binfmt_arcx::Listing`]), opening the whole archive only if
+    /// something else is asked of it.
+    pub listing: bool,
 }
 
 impl OpenOptions {
     /// These options for reading the entry called `name` alone.
     pub fn only(mut self, name: impl Into<String>) -> Self {
         self.only = Some(name.into());
+        self
+    }
+
+    /// These options for listing or counting the entries alone.
+    pub fn listing(mut self) -> Self {
+        self.listing = true;
         self
     }
 
@@ -330,6 +355,14 @@ pub fn open_with(
                     },
                 )?;
                 return Ok(Box::new(ArcxOne { one, file, remote }));
+            }
+            if options.listing {
+                return Ok(Box::new(crate::listing::ArcxListing::open(
+                    source,
+                    file,
+                    remote,
+                    arcx_options,
+                )?));
             }
             Ok(Box::new(ArcxEntries {
                 archive: binfmt_arcx::Archive::with_options(source, arcx_options).in_file(&file)?,
@@ -480,7 +513,7 @@ impl<'a, S: EntrySource + ?Sized> Prefetch<'a, S> {
 }
 
 /// The entry of an ARCX file, directories and symlinks listed by kind.
-fn arcx_entry(file: binfmt_arcx::FileEntry<'_>) -> Entry {
+pub(crate) fn arcx_entry(file: binfmt_arcx::FileEntry<'_>) -> Entry {
     Entry {
         kind: match file.attributes().kind {
             binfmt_arcx::FileKind::Directory => Some("directory"),
@@ -492,10 +525,10 @@ fn arcx_entry(file: binfmt_arcx::FileEntry<'_>) -> Entry {
 }
 
 /// An ARCX archive: its files, with directories and symlinks listed by kind.
-struct ArcxEntries {
-    archive: binfmt_arcx::Archive<Box<dyn Source>>,
-    file: String,
-    remote: Option<Arc<binfmt_remote::RemoteSource>>,
+pub(crate) struct ArcxEntries {
+    pub(crate) archive: binfmt_arcx::Archive<Box<dyn Source>>,
+    pub(crate) file: String,
+    pub(crate) remote: Option<Arc<binfmt_remote::RemoteSource>>,
 }
 
 impl EntrySource for ArcxEntries {

@@ -23,6 +23,7 @@
 pub mod convert;
 pub mod entries;
 mod error;
+mod listing;
 pub mod sniff;
 
 pub use convert::{

@@ -45,7 +45,8 @@ impl From<DialectArg> for Dialect {
 /// modification times; symlinks are stored as symlinks (never followed),
 /// empty directories as directories, and the archive being written is
 /// skipped when it lies inside DIR. FIFOs, devices and sockets are skipped
-/// and named on stderr. Small files share blocks; large files are streamed
+/// and named on stderr; so are symlinks and empty directories with
+/// --dialect arcx-cli (arcx 0.3.0 would extract them as regular files). Small files share blocks; large files are streamed
 /// in chunks, so memory stays bounded. The archive is the same for any
 /// --jobs, and appears only when complete.
 #[derive(Debug, clap::Args)]
@@ -162,34 +163,89 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn list(args: &generic::ListArgs) -> CommandResult {
-    if !args.json {
-        return generic::list(args, Some(Format::Arcx));
-    }
-    args.remote.counted(|session| list_json(session, args))
+    args.remote.counted(|session| list_in(session, args))
 }
 
-fn list_json(session: &Session, args: &generic::ListArgs) -> CommandResult {
-    let archive = open(session, &args.file)?;
-    let listed: Vec<Listed> = archive
-        .files()
-        .map(|file| {
-            let attributes = file.attributes();
-            Listed {
-                name: file.path().to_string(),
-                size: file.size(),
-                kind: match attributes.kind {
-                    FileKind::Directory => Some("directory"),
-                    FileKind::Symlink => Some("symlink"),
-                    _ => None,
-                },
-                mode: format!("{:o}", attributes.mode),
-                mtime_ns: attributes.mtime_ns,
-                sha256: hex(file.sha256()),
-            }
-        })
-        .collect();
-    output::print_json(&listed)?;
+/// The archive at `path` (a path or a URL) opened for listing: its
+/// manifest walked row by row, no tables built (a remote one leaves its
+/// header to `verify`, saving a request).
+fn listing(session: &Session, path: &std::path::Path) -> Result<binfmt_arcx::Listing, String> {
+    let opened = session.source(path)?;
+    let options = binfmt_arcx::OpenOptions::default().check_header(opened.remote.is_none());
+    binfmt_arcx::Listing::open(&opened.source, options).map_err(|error| output::about(path, error))
+}
+
+/// Prints each entry as the manifest's walk hands it on: nothing is kept.
+fn list_in(session: &Session, args: &generic::ListArgs) -> CommandResult {
+    let listing = listing(session, &args.file)?;
+    let file = args.file.display().to_string();
+    generic::to_stdout_streamed(|out| {
+        if args.json {
+            generic::json_array(out, |element| {
+                listing
+                    .for_each(|file| element(&listed(file)).map_err(Stop::Visit))
+                    .map_err(|stopped| stopped.into_error(&file))
+            })
+        } else {
+            listing
+                .for_each(|entry| {
+                    writeln!(
+                        out,
+                        "{}\t{}",
+                        entry.size,
+                        output::escape(&entry.path.to_string())
+                    )
+                    .map_err(Stop::Visit)
+                })
+                .map_err(|stopped| stopped.into_error(&file))
+        }
+    })
+    .map_err(output::failed)?;
     Ok(Status::Success)
+}
+
+/// Why a listing stopped: the archive, or writing it out.
+enum Stop {
+    Arcx(binfmt_arcx::ArcxError),
+    Visit(std::io::Error),
+}
+
+impl From<binfmt_arcx::ArcxError> for Stop {
+    fn from(error: binfmt_arcx::ArcxError) -> Self {
+        Self::Arcx(error)
+    }
+}
+
+impl Stop {
+    fn into_error(self, file: &str) -> binfmt::Error {
+        match self {
+            Self::Arcx(source) => binfmt::Error::Arcx {
+                file: file.to_owned(),
+                source,
+            },
+            Self::Visit(error) => binfmt::Error::Core {
+                file: "stdout".into(),
+                source: binfmt_core::Error::io("stdout", error),
+            },
+        }
+    }
+}
+
+/// One entry as `arcx list --json` shows it.
+fn listed(file: binfmt_arcx::Listed<'_>) -> Listed {
+    let attributes = file.attributes;
+    Listed {
+        name: file.path.to_string(),
+        size: file.size,
+        kind: match attributes.kind {
+            FileKind::Directory => Some("directory"),
+            FileKind::Symlink => Some("symlink"),
+            _ => None,
+        },
+        mode: format!("{:o}", attributes.mode),
+        mtime_ns: attributes.mtime_ns,
+        sha256: hex(file.sha256),
+    }
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -212,26 +268,21 @@ fn info(args: &generic::InfoArgs) -> CommandResult {
 }
 
 fn info_in(session: &Session, args: &generic::InfoArgs) -> CommandResult {
-    let archive = open(session, &args.file)?;
-    let manifest = archive.manifest();
+    // Totals come from one walk of the manifest; no table is built.
+    let listing = listing(session, &args.file)?;
+    let summary = listing.summary();
     let info = Info {
         path: args.file.display().to_string(),
         format: Format::Arcx,
-        dialect: archive.dialect().name(),
-        entries: manifest.len(),
-        bytes: archive
-            .total_size()
-            .map_err(|error| output::about(&args.file, error))?,
-        blocks: manifest.blocks().len(),
-        stored_bytes: manifest
-            .blocks()
-            .iter()
-            .map(|block| u64::from(block.stored_size))
-            .sum(),
-        archive_size: archive.size(),
-        block_size: manifest.config().small_file_threshold,
-        chunk_size: manifest.config().chunk_size,
-        zstd_level: manifest.config().zstd_level,
+        dialect: summary.dialect.name(),
+        entries: usize::try_from(summary.files).unwrap_or(usize::MAX),
+        bytes: summary.bytes,
+        blocks: usize::try_from(summary.blocks).unwrap_or(usize::MAX),
+        stored_bytes: summary.stored_bytes,
+        archive_size: summary.archive_size,
+        block_size: summary.config.small_file_threshold,
+        chunk_size: summary.config.chunk_size,
+        zstd_level: summary.config.zstd_level,
     };
     if args.json {
         output::print_json(&info)?;

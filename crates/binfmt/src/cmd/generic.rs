@@ -124,21 +124,26 @@ pub fn info(args: &InfoArgs, expect: Option<Format>) -> CommandResult {
 }
 
 fn info_in(session: &Session, args: &InfoArgs, expect: Option<Format>) -> CommandResult {
-    let source = session.open(&args.file, expect)?;
-    let entries = source.list().map_err(failed)?;
-    let bytes = entries
-        .iter()
-        .try_fold(0u64, |total, entry| total.checked_add(entry.size))
-        .ok_or_else(|| {
-            output::about(
-                &args.file,
-                "entry sizes add up to more than 2^64 bytes: the file is corrupt",
-            )
-        })?;
+    // Entries are counted as they are walked, none kept.
+    let source = session.open_listing(&args.file, expect)?;
+    let (mut entries, mut bytes) = (0usize, Some(0u64));
+    source
+        .each_entry(&mut |entry| {
+            entries += 1;
+            bytes = bytes.and_then(|total| total.checked_add(entry.size));
+            Ok(())
+        })
+        .map_err(failed)?;
+    let bytes = bytes.ok_or_else(|| {
+        output::about(
+            &args.file,
+            "entry sizes add up to more than 2^64 bytes: the file is corrupt",
+        )
+    })?;
     let info = Info {
         path: args.file.display().to_string(),
         format: source.format(),
-        entries: entries.len(),
+        entries,
         bytes,
     };
     if args.json {
@@ -157,24 +162,70 @@ fn info_in(session: &Session, args: &InfoArgs, expect: Option<Format>) -> Comman
 
 pub fn list(args: &ListArgs, expect: Option<Format>) -> CommandResult {
     args.remote.counted(|session| {
-        let source = session.open(&args.file, expect)?;
+        let source = session.open_listing(&args.file, expect)?;
         print_list(&*source, args.json)
     })
 }
 
-/// Prints `source`'s entries as `list` does.
+/// Prints `source`'s entries as `list` does, each as it is handed on
+/// ([`EntrySource::each_entry`]): nothing is printed unless the file's
+/// listing checks, and no entry is kept.
 fn print_list(source: &dyn EntrySource, json: bool) -> CommandResult {
-    let entries = source.list().map_err(failed)?;
-    if json {
-        output::print_json(&entries)?;
-    } else {
-        output::to_stdout(|out| {
-            entries.iter().try_for_each(|entry| {
+    to_stdout_streamed(|out| {
+        if json {
+            json_array(out, |element| {
+                source.each_entry(&mut |entry| element(&entry))
+            })
+        } else {
+            source.each_entry(&mut |entry| {
                 writeln!(out, "{}\t{}", entry.size, output::escape(&entry.name))
             })
-        })?;
-    }
+        }
+    })
+    .map_err(failed)?;
     Ok(Status::Success)
+}
+
+/// Runs `write` against buffered stdout, where `write` streams a listing
+/// that may fail part way (the file's error is returned). A closed pipe
+/// ends quietly, as [`output::to_stdout`]'s does.
+pub(crate) fn to_stdout_streamed(
+    write: impl FnOnce(&mut dyn Write) -> binfmt::Result<()>,
+) -> binfmt::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let written = write(&mut out).and_then(|()| out.flush().map_err(stdout_error));
+    match written {
+        Err(binfmt::Error::Core {
+            source: binfmt_core::Error::Io { source, .. },
+            ..
+        }) if source.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+fn stdout_error(error: std::io::Error) -> binfmt::Error {
+    binfmt::Error::Core {
+        file: "stdout".into(),
+        source: binfmt_core::Error::io("stdout", error),
+    }
+}
+
+/// Writes a pretty JSON array to `out` (as `serde_json::to_string_pretty`
+/// writes a `Vec`) of the elements `each` hands to the function it is
+/// given, each written as it comes; then a newline.
+pub(crate) fn json_array<T: serde::Serialize>(
+    out: &mut dyn Write,
+    each: impl FnOnce(&mut dyn FnMut(&T) -> std::io::Result<()>) -> binfmt::Result<()>,
+) -> binfmt::Result<()> {
+    use serde::ser::{SerializeSeq, Serializer};
+    let mut serializer = serde_json::Serializer::pretty(&mut *out);
+    let mut seq = serializer
+        .serialize_seq(None)
+        .map_err(|error| stdout_error(error.into()))?;
+    each(&mut |element| seq.serialize_element(element).map_err(std::io::Error::from))?;
+    seq.end().map_err(|error| stdout_error(error.into()))?;
+    writeln!(out).map_err(stdout_error)
 }
 
 pub fn get(args: &GetArgs, expect: Option<Format>) -> CommandResult {

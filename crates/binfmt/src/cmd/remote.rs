@@ -93,6 +93,16 @@ impl Session {
         self.open_with(location, expect, &self.options)
     }
 
+    /// Opens `location` to list or count its entries alone (see
+    /// [`binfmt::OpenOptions::listing`]).
+    pub fn open_listing(
+        &self,
+        location: &Path,
+        expect: Option<Format>,
+    ) -> Result<Box<dyn EntrySource>, String> {
+        self.open_with(location, expect, &self.options.clone().listing())
+    }
+
     /// Opens `location` to read the entry called `name` alone (see
     /// [`binfmt::OpenOptions::only`]).
     pub fn open_only(
