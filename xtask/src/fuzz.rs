@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
-/// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `par4_graph`, `kast_items`)
+/// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `par4_graph`, `kast_items`,
+/// `remote_cache`)
 /// take no file seeds: their input is the structure's `arbitrary` encoding.
-const TARGETS: [(&str, &[&str]); 10] = [
+const TARGETS: [(&str, &[&str]); 13] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
     ("taridx_structured", &[]),
@@ -21,6 +22,9 @@ const TARGETS: [(&str, &[&str]); 10] = [
     ("kast", &["kas", "trees"]),
     ("kast_items", &[]),
     ("open_any", &["taridx", "tar", "arcx", "par4", "kas"]),
+    ("npy_header", &["npy"]),
+    ("remote_url", &[]),
+    ("remote_cache", &[]),
 ];
 
 /// Every file under `dir` whose extension is one of `extensions`.
