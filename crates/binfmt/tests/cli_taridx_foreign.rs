@@ -384,6 +384,15 @@ fn ratarmount_databases_never_run_code() {
             "\"files\" has a trigger",
         ),
         (
+            // A name longer than SQLITE_LIMIT_LENGTH: never read whole.
+            "long",
+            &format!(
+                "{FILES} INSERT INTO files VALUES ('', printf('%.*c', 3000000, 'x'), 0, 512, \
+                 1, 0, 33188, 0, '', 0, 0, 0, 0, 0, 0);"
+            ),
+            "too big",
+        ),
+        (
             "columns",
             "CREATE TABLE files (path TEXT, name TEXT);",
             "no \"offset\" column",

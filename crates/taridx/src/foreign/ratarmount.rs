@@ -225,7 +225,12 @@ const OPS_PER_CHECK: i32 = 10_000;
 /// of at most 1 MiB; SQLite may spend 10⁸ operations plus 16 per byte of
 /// the database.
 pub fn read_ratarmount(index: impl AsRef<Path>, shard_len: u64) -> Result<Vec<Member>> {
-    let index = index.as_ref();
+    read_ratarmount_within(index.as_ref(), shard_len, None)
+}
+
+/// [`read_ratarmount`], with SQLite's operations bounded by `ops` instead
+/// of by the database's size (tests).
+fn read_ratarmount_within(index: &Path, shard_len: u64, ops: Option<u64>) -> Result<Vec<Member>> {
     let failed = sql(index);
     let (file, len) = binfmt_core::input::open(index)?;
     let limit = ratarmount_db_limit(shard_len);
@@ -257,7 +262,7 @@ pub fn read_ratarmount(index: impl AsRef<Path>, shard_len: u64) -> Result<Vec<Me
     }
     db.pragma_update(None, "trusted_schema", false)
         .map_err(&failed)?;
-    let budget = (100_000_000 + 16 * len) / OPS_PER_CHECK as u64;
+    let budget = ops.unwrap_or(100_000_000 + 16 * len) / OPS_PER_CHECK as u64;
     let mut checks = 0u64;
     db.progress_handler(
         OPS_PER_CHECK,
@@ -421,5 +426,30 @@ mod tests {
             ("/d/e".into(), "f.jpg".into())
         );
         assert_eq!(ratarmount_path("./d//x/../f"), ("/d".into(), "f".into()));
+    }
+
+    /// The progress handler stops SQLite once it has spent its operations:
+    /// a plain table of 100,000 rows that are not regular files, read under
+    /// a budget of 10⁵ operations, is an error naming the cause (under the
+    /// default budget, its size's, it reads as no members).
+    #[test]
+    fn sqlite_work_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.index.sqlite");
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute_batch(
+            "CREATE TABLE files (path TEXT, name TEXT, offset INTEGER, size INTEGER, \
+             mode INTEGER, issparse BOOL); \
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) \
+             INSERT INTO files SELECT '', 'd' || i, i * 512, 0, 16877, 0 FROM n;",
+        )
+        .unwrap();
+        drop(db);
+        assert!(read_ratarmount(&path, 1 << 20).unwrap().is_empty());
+        let error = read_ratarmount_within(&path, 1 << 20, Some(100_000)).unwrap_err();
+        assert!(
+            error.to_string().contains("more SQLite operations"),
+            "{error}"
+        );
     }
 }
