@@ -32,6 +32,32 @@ fn index_of(shards: &[Vec<u8>]) -> Vec<u8> {
     index.to_bytes().unwrap()
 }
 
+/// The index of `shards` without the members `omit` picks: what an index
+/// that misses them (stale, or written by a reader that skipped them) holds.
+fn index_without(shards: &[Vec<u8>], omit: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let mut index = binfmt_taridx::IndexBuilder::new(KeyRule::Glzn);
+    for (fid, shard) in shards.iter().enumerate() {
+        for member in binfmt_taridx::tar::scan(shard).unwrap() {
+            if !omit(&member.name) {
+                index.add(fid as u16, member).unwrap();
+            }
+        }
+    }
+    index.to_bytes().unwrap()
+}
+
+/// A shard whose directory header (`5`) gives a size of 1024: GNU tar and
+/// tarfile read no data after a directory, so `h.jpg` in those bytes is a
+/// member.
+fn directory_with_size_shard() -> Vec<u8> {
+    let mut tar = Tar::new();
+    tar.file("a.jpg", b"AAAA");
+    tar.block(builder::header(b"dir/", 1024, b'5'));
+    tar.file("h.jpg", b"HIDDEN");
+    tar.file("z.jpg", b"ZZZZ");
+    tar.finish()
+}
+
 /// The base fold: two plain samples, a directory, a member named by a pax
 /// path and one by a GNU long name, all in one shard.
 fn base_shard() -> Vec<u8> {
@@ -402,6 +428,53 @@ fn cases() -> Vec<(Case, Expect, Expect)> {
                 )
             },
         ),
+        (
+            // The rows stop before the shard's last member (d.txt): every
+            // row reads, verify refuses the member without a row.
+            case("rows-stop-before-last-member", |raw, shards| {
+                *raw = RawIndex::parse(&index_without(shards, |name| name.ends_with(b"d.txt")));
+            }),
+            |e| matches!(e, TaridxError::UncoveredMember { fid: 0, .. }),
+            |e| matches!(e, TaridxError::UncoveredMember { fid: 0, .. }),
+        ),
+        (
+            // A second shard of the fold that no row points into.
+            case("shard-without-rows", |_, shards| {
+                let mut tar = Tar::new();
+                tar.file("t/e.jpg", b"E");
+                shards.push(tar.finish());
+            }),
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::UncoveredMember {
+                        fid: 1,
+                        offset: 0,
+                        ..
+                    }
+                )
+            },
+            |e| {
+                matches!(
+                    e,
+                    TaridxError::UncoveredMember {
+                        fid: 1,
+                        offset: 0,
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            // h.jpg, after a directory header with a size, had no row when
+            // that size was skipped as data.
+            case("directory-size-hides-a-member", |raw, shards| {
+                *shards = vec![directory_with_size_shard()];
+                *raw = RawIndex::parse(&index_without(shards, |name| name == b"h.jpg"));
+            }),
+            |e| matches!(problem(e), Some(RowProblem::OmittedMember { at: 1536, .. })),
+            |e| matches!(problem(e), Some(RowProblem::OmittedMember { at: 1536, .. })),
+        ),
     ]
 }
 
@@ -560,6 +633,17 @@ fn webdataset_keys_are_recorded_and_used() {
     assert!(dataset.lookup_verified("a").unwrap().is_empty());
 }
 
+/// a.jpg, then an entry of `typeflag` giving a size of 1024 whose bytes hold
+/// a member h.jpg, then z.jpg.
+fn symlink_with_size(typeflag: u8) -> Vec<u8> {
+    let mut tar = Tar::new();
+    tar.file("a.jpg", b"AAAA");
+    tar.block(builder::header(b"link", 1024, typeflag));
+    tar.file("h.jpg", b"HIDDEN");
+    tar.file("z.jpg", b"ZZZZ");
+    tar.finish()
+}
+
 /// Shards the scanner refuses, with their typed error.
 fn shard_cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
     let compressed = |magic: &[u8]| {
@@ -621,6 +705,29 @@ fn shard_cases() -> Vec<(&'static str, Vec<u8>, Expect)> {
                     problem: binfmt_taridx::tar::TarProblem::PayloadPastEnd { size, .. },
                     ..
                 } if *size == 1 << 30
+            )
+        }),
+        ("symlink-with-size", symlink_with_size(b'2'), |e| {
+            matches!(
+                e,
+                TaridxError::Shard {
+                    offset: 1024,
+                    problem: binfmt_taridx::tar::TarProblem::AmbiguousExtent {
+                        typeflag: b'2',
+                        size: 1024
+                    },
+                    ..
+                }
+            )
+        }),
+        ("unknown-typeflag", symlink_with_size(b'A'), |e| {
+            matches!(
+                e,
+                TaridxError::Shard {
+                    offset: 1024,
+                    problem: binfmt_taridx::tar::TarProblem::UnknownType { typeflag: b'A' },
+                    ..
+                }
             )
         }),
         (

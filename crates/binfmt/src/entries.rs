@@ -972,6 +972,8 @@ impl EntrySource for FoldEntries {
         // from each row's tar header, checked against the row; a remote
         // fold's headers are announced a window of rows at a time.
         const WINDOW: usize = 1024;
+        // The whole fold: a member without a row would be left out silently.
+        self.dataset.check_coverage().in_file(&self.file)?;
         let rows = self.dataset.rows();
         rows.iter()
             .enumerate()

@@ -543,3 +543,121 @@ fn sparse_members_are_refused() {
         assert!(!dir.path().join("s.taridx").exists());
     }
 }
+
+/// Issue 26, class 1: an index whose rows stop before a shard's last
+/// member, or with no rows for a shard of its fold, is stale for `status`
+/// and refused by `verify`, `list`, `extract` and `convert` (nothing is
+/// written), each naming the shard and the member's offset; bytes after
+/// the end-of-archive blocks are not members (as GNU tar reads them).
+#[test]
+fn an_index_that_does_not_cover_its_shards_is_refused() {
+    use binfmt_tests::build::taridx::Tar;
+    let dir = tempfile::tempdir().unwrap();
+    let (fold, elsewhere) = (dir.path().join("fold"), dir.path().join("elsewhere"));
+    std::fs::create_dir_all(&fold).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let shard = |names: &[&str]| {
+        let mut tar = Tar::new();
+        for name in names {
+            tar.file(name, name.as_bytes());
+        }
+        tar.finish()
+    };
+    let index = fold.join("train.taridx");
+    let out = dir.path().join("out.arcx");
+    let extracted = dir.path().join("extracted");
+    // The index of `indexed` (shards written elsewhere), over the fold's
+    // `shards`, written after them (so not older than a shard).
+    let stale_fold = |shards: &[&[&str]], indexed: &[&[&str]]| {
+        for (fid, names) in shards.iter().enumerate() {
+            std::fs::write(fold.join(format!("train_{fid:04}.tar")), shard(names)).unwrap();
+        }
+        let mut paths = Vec::new();
+        for (fid, names) in indexed.iter().enumerate() {
+            let path = elsewhere.join(format!("train_{fid:04}.tar"));
+            std::fs::write(&path, shard(names)).unwrap();
+            paths.push(path);
+        }
+        let mut args = vec!["taridx", "index", "-o", arg(&index)];
+        args.extend(paths.iter().map(|path| arg(path)));
+        let output = binfmt(&args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    };
+    let commands = |expect: &str| {
+        for args in [
+            vec!["verify", arg(&index)],
+            vec!["taridx", "verify", arg(&index)],
+            vec!["list", arg(&index)],
+            vec!["extract", arg(&index), "-o", arg(&extracted)],
+            vec!["convert", arg(&index), "-o", arg(&out), "--to", "arcx"],
+        ] {
+            let output = binfmt(&args);
+            let stderr = text(&output.stderr);
+            assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(
+                stderr.contains(expect) && stderr.contains("has no row"),
+                "{args:?}: {stderr}"
+            );
+        }
+        assert!(!out.exists(), "convert wrote its output");
+        let output = binfmt(&["taridx", "status", arg(&fold)]);
+        let stdout = text(&output.stdout);
+        assert_eq!(output.status.code(), Some(1), "{stdout}");
+        assert!(
+            stdout.starts_with("stale\ttrain") && stdout.contains(expect),
+            "{stdout}"
+        );
+    };
+    // Rows stop before the shard's last member, b.jpg at byte 1024.
+    stale_fold(&[&["a.jpg", "b.jpg"]], &[&["a.jpg"]]);
+    commands("train_0000.tar: the regular file \"b.jpg\" at byte 1024");
+    // A whole shard without rows.
+    stale_fold(&[&["a.jpg", "b.jpg"], &["c.jpg"]], &[&["a.jpg", "b.jpg"]]);
+    commands("train_0001.tar: the regular file \"c.jpg\" at byte 0");
+    // Indexed in full, with junk after shard 1's end-of-archive blocks.
+    let mut junk = shard(&["c.jpg"]);
+    junk.extend(shard(&["hidden.jpg"]));
+    std::fs::write(fold.join("train_0001.tar"), &junk).unwrap();
+    let output = binfmt(&["taridx", "index", arg(&fold), "--fold", "train"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    for args in [
+        vec!["verify", arg(&index)],
+        vec!["taridx", "status", arg(&fold)],
+        vec!["convert", arg(&index), "-o", arg(&out), "--to", "arcx"],
+    ] {
+        let output = binfmt(&args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+    let listed = text(&binfmt(&["list", arg(&index)]).stdout);
+    assert!(
+        listed.contains("c.jpg") && !listed.contains("hidden.jpg"),
+        "{listed}"
+    );
+}
+
+/// `taridx index -o` naming a shard through a hard link or a symlink is
+/// refused by the output gate (device and inode), the shard untouched.
+#[test]
+fn index_output_through_a_link_to_a_shard_is_refused() {
+    let dir = golden_fold();
+    let shard = dir.path().join("golden_0000.tar");
+    let before = std::fs::read(&shard).unwrap();
+    let hard = dir.path().join("hard.taridx");
+    let soft = dir.path().join("soft.taridx");
+    std::fs::hard_link(&shard, &hard).unwrap();
+    std::os::unix::fs::symlink(&shard, &soft).unwrap();
+    for out in [&hard, &soft] {
+        let output = binfmt(&["taridx", "index", arg(&shard), "-o", arg(out)]);
+        assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stderr).contains("over the input"),
+            "{}",
+            text(&output.stderr)
+        );
+        assert!(std::fs::read(&shard).unwrap() == before);
+    }
+}

@@ -206,6 +206,14 @@ impl<S: Source> Dataset<S> {
         self.index.verify(Some(self.shards.set()))
     }
 
+    /// Checks that the index has a row for every member of every shard
+    /// ([`Index::check_coverage`]): what a reader of the whole fold (a
+    /// listing, an extraction, a conversion) runs first, so that no member
+    /// is left out silently.
+    pub fn check_coverage(&self) -> Result<()> {
+        self.index.check_coverage(self.shards.set())
+    }
+
     /// The number of rows.
     pub fn num_rows(&self) -> usize {
         self.rows().len()

@@ -134,6 +134,25 @@ pub enum TaridxError {
         shards: usize,
     },
 
+    /// A regular file of a shard that no row covers: after the shard's last
+    /// row, or anywhere in a shard without rows. The index is stale: it
+    /// does not account for every member of its shards
+    /// ([`crate::Index::check_coverage`]).
+    #[error(
+        "shard {}: the regular file {name:?} at byte {offset} has no row: the index does not cover its shards (stale: index the fold again)",
+        shard.display()
+    )]
+    UncoveredMember {
+        /// The shard.
+        shard: PathBuf,
+        /// Its shard id.
+        fid: u16,
+        /// The offset of the member's header.
+        offset: u64,
+        /// Its name as tar reads it (U+FFFD for bytes that are not UTF-8).
+        name: String,
+    },
+
     /// A row's member (header and payload) reaches past the end of its shard.
     #[error(
         "row {row}: payload at {offset} + 512 + {size} runs past the end of shard {fid} ({shard_len} bytes)"

@@ -9,9 +9,11 @@
 //!
 //! A shard is a file `FOLD_SHARD.tar` whose `SHARD` has no `_` (the fold is
 //! everything before the last `_`). An index is stale when it is older
-//! than one of its shards, or when its rows disagree with the shards' sizes
+//! than one of its shards, when its rows disagree with the shards' sizes
 //! (a row whose shard is missing, or whose member ends past its shard's
-//! end).
+//! end), or when it does not cover its shards: a member after a shard's
+//! last row, or a shard without rows that holds a member
+//! ([`crate::Index::check_coverage`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -135,11 +137,19 @@ impl Fold {
                 )));
             }
         }
+        // Every member of every shard has a row: none after a shard's last
+        // row, no shard without rows (only the headers after each shard's
+        // last row are read).
+        let shards = crate::shards::ShardFiles::new(self.shards.clone());
+        if let Err(error) = index.check_coverage(&shards) {
+            return Ok(FoldState::Stale(error.to_string()));
+        }
         Ok(FoldState::Fresh)
     }
 
     /// Indexes the fold's shards and writes its index atomically.
     pub fn index(&self, options: IndexOptions) -> Result<()> {
+        crate::shards::check_not_input(&self.index, &self.shards)?;
         index_shards(&self.shards, options, || {})?.write_file(&self.index)
     }
 }

@@ -2,7 +2,8 @@
 //! blocks (nothing that grows with the number of rows) and hands out the
 //! rows, borrowed in place when the source is in memory and read on demand
 //! otherwise; [`Index::verify`] walks every row, and with the shards checks
-//! every row against the tar header it points at.
+//! every row against the tar header it points at and that no member of a
+//! shard is left without a row ([`Index::check_coverage`]).
 //!
 //! Memory: the extension block becomes at most 65,536 strings (extids are
 //! 16 bits, so a larger `n_ext` is refused before anything is decoded); the
@@ -565,8 +566,9 @@ impl<S: Source> Index<S> {
     /// overflow, and the header's `n_stems` and contiguity flag true of the
     /// rows. With `shards`, also every fid in range and every row checked
     /// against the tar header it points at ([`Index::check_row`]), shard by
-    /// shard, each shard open only while its rows are checked. Returns the
-    /// total payload bytes.
+    /// shard, each shard open only while its rows are checked, then every
+    /// member of every shard covered by a row ([`Index::check_coverage`]).
+    /// Returns the total payload bytes.
     ///
     /// Time is linear in the rows (plus a sort) and in the shard bytes
     /// between members (read once: the gaps do not overlap); memory is the
@@ -667,8 +669,44 @@ impl<S: Source> Index<S> {
                 })?;
                 self.check_row_with(&*shard, number, &row, true)?;
             }
+            self.check_coverage(shards)?;
         }
         Ok(total)
+    }
+
+    /// Checks that the rows account for every regular file of every shard:
+    /// none after a shard's last row (up to its end-of-archive: an
+    /// all-zero block or the end of the file) and none in a shard without
+    /// rows; refuses the first one found with [`TaridxError::UncoveredMember`]
+    /// (the members between rows are checked with each row,
+    /// [`Index::check_row`]). With [`Index::verify`] and a row check on every
+    /// member, an index passing it lists each member of its shards exactly
+    /// once.
+    ///
+    /// Reads only the tar headers after each shard's last row's member
+    /// (usually the two end-of-archive blocks), and in a shard without rows
+    /// its headers up to its first member; rows are not checked here.
+    /// Refuses rows that alias one member or overlap, and a fold of more
+    /// shards than fids can number.
+    pub fn check_coverage(&self, shards: &dyn ShardSet) -> Result<()> {
+        let places = self.places()?;
+        let count = shards.count();
+        for fid in 0..count {
+            let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards { count })?;
+            let start = places
+                .before(fid, u64::MAX)?
+                .map_or(0, |last| last.padded_end());
+            let shard = shards.open(fid)?;
+            if let Some(member) = crate::tar::first_member_from(&*shard, start)? {
+                return Err(TaridxError::UncoveredMember {
+                    shard: shards.name(fid),
+                    fid,
+                    offset: member.offset,
+                    name: String::from_utf8_lossy(&member.name).into_owned(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 

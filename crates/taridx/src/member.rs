@@ -28,7 +28,7 @@ use binfmt_core::{Source, SourceExt};
 
 use crate::error::{RowProblem, TaridxError};
 use crate::format::Row;
-use crate::tar::{self, BLOCK, BLOCK_SIZE, HeaderBlock, MAX_METADATA_SIZE};
+use crate::tar::{self, BLOCK, BLOCK_SIZE, EntryKind, HeaderBlock, MAX_METADATA_SIZE};
 
 /// The gap read in one piece with the header: room for a pax header with a
 /// few kilobytes of records.
@@ -161,6 +161,16 @@ pub(crate) fn check_member<S: Source + ?Sized>(
         Some(size) => size,
         None => header.size().map_err(RowProblem::Tar)?,
     };
+    // The row's entry must be read as a regular file by every tool.
+    {
+        let own = header.path_bytes();
+        tar::extent(
+            header.typeflag(),
+            [&own, records.name.as_deref().unwrap_or(&own)],
+            member_size,
+        )
+        .map_err(RowProblem::Tar)?;
+    }
     let from_record = records.name.is_some();
     let name = match records.name {
         Some(name) => tar::normalize(&name).to_vec(),
@@ -178,7 +188,8 @@ pub(crate) fn check_member<S: Source + ?Sized>(
 
 /// Parses the entries of `start..end` as tar does: pax and GNU long-name
 /// records gather for the next header, entries that are not regular files
-/// are skipped by their size (and consume the records before them). A
+/// are skipped by the data [`tar::extent`] gives them (and consume the
+/// records before them). A
 /// regular file, an end-of-archive block, a block that is not a header, or
 /// an entry that runs past `end` is an error.
 fn read_gap<'w>(
@@ -202,30 +213,42 @@ fn read_gap<'w>(
         }
         let typeflag = header.typeflag();
         let header_size = header.size().map_err(RowProblem::Tar)?;
-        let size = match typeflag {
-            b'L' | b'K' | b'x' | b'g' => header_size,
-            _ => records.size.take().unwrap_or(header_size),
+        let size = if tar::is_record(typeflag) {
+            header_size
+        } else {
+            records.size.take().unwrap_or(header_size)
         };
+        let (kind, data) = {
+            let own = header.path_bytes();
+            tar::extent(
+                typeflag,
+                [&own, records.name.as_deref().unwrap_or(&own)],
+                size,
+            )
+        }
+        .map_err(RowProblem::Tar)?;
         let next = (at + BLOCK)
-            .checked_add(size)
+            .checked_add(data)
             .and_then(|end| end.checked_next_multiple_of(BLOCK));
         let Some(next) = next.filter(|&next| next <= end) else {
-            return Err(RowProblem::GapOverrunsHeader { at, size }.into());
+            return Err(RowProblem::GapOverrunsHeader { at, size: data }.into());
         };
-        match typeflag {
-            b'L' | b'x' => {
-                if size > MAX_METADATA_SIZE {
-                    return Err(RowProblem::Tar(tar::TarProblem::MetadataTooLarge { size }).into());
+        match kind {
+            EntryKind::Record => {
+                if data > MAX_METADATA_SIZE {
+                    return Err(
+                        RowProblem::Tar(tar::TarProblem::MetadataTooLarge { size: data }).into(),
+                    );
                 }
-                let data = read(at + BLOCK, size, "tar metadata record")?;
-                tar::apply_record(typeflag, &data, &mut records.name, &mut records.size)
+                let bytes = read(at + BLOCK, data, "tar metadata record")?;
+                tar::apply_record(typeflag, &bytes, &mut records.name, &mut records.size)
                     .map_err(RowProblem::Tar)?;
                 records.first.get_or_insert(at);
             }
-            b'K' | b'g' => {
+            EntryKind::OtherRecord => {
                 records.first.get_or_insert(at);
             }
-            b'0' | 0 | b'7' => {
+            EntryKind::File => {
                 let name = records.name.take().unwrap_or_else(|| header.path());
                 return Err(RowProblem::OmittedMember {
                     at,
@@ -233,7 +256,7 @@ fn read_gap<'w>(
                 }
                 .into());
             }
-            _ => records = Records::default(),
+            EntryKind::NoData | EntryKind::Skipped => records = Records::default(),
         }
         at = next;
     }

@@ -178,16 +178,15 @@ impl OpenShards {
     }
 }
 
-/// Checks that `output` is none of `inputs` ([`binfmt_core::same_file`]).
+/// Checks that `output` is none of `inputs` through the output gate
+/// ([`binfmt_core::Inputs`]: device and inode, so a hard link or a symlink
+/// to an input is refused too), as [`crate::TaridxError::OutputIsInput`].
 pub fn check_not_input(output: impl AsRef<Path>, inputs: &[PathBuf]) -> Result<()> {
     let output = output.as_ref();
-    match inputs
-        .iter()
-        .find(|input| binfmt_core::same_file(output, input))
-    {
+    match binfmt_core::Inputs::new(inputs).named_by(output) {
         Some(input) => Err(crate::TaridxError::OutputIsInput {
             output: output.to_owned(),
-            input: input.clone(),
+            input: input.to_owned(),
         }),
         None => Ok(()),
     }

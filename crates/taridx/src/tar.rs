@@ -14,11 +14,13 @@
 //! ```
 //!
 //! A member is its header block, then its payload padded to a multiple of
-//! 512. An all-zero block ends the archive.
+//! 512. An all-zero block ends the archive; what follows it is not read.
+//! Which typeflags carry data, and which are members, follow GNU tar and
+//! Python's tarfile ([`extent`]).
 
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 
 use binfmt_core::{Source, SourceExt};
 
@@ -269,6 +271,21 @@ pub enum TarProblem {
     /// A sparse file (typeflag `S`, or pax `GNU.sparse.*` records): its
     /// payload is a sparse map and the data blocks, not the file's bytes.
     Sparse,
+    /// An entry whose extent tar tools read differently: a symlink, device
+    /// or FIFO header with a non-zero size, or a regular file whose name
+    /// ends in `/` with a non-zero size ([`extent`]).
+    AmbiguousExtent {
+        /// The header's typeflag.
+        typeflag: u8,
+        /// The size it gives.
+        size: u64,
+    },
+    /// A typeflag GNU tar extracts as a regular file (one it does not
+    /// know) or refuses (`M`): neither indexed nor left out ([`extent`]).
+    UnknownType {
+        /// The typeflag.
+        typeflag: u8,
+    },
 }
 
 impl fmt::Display for TarProblem {
@@ -294,6 +311,16 @@ impl fmt::Display for TarProblem {
             Self::BadPax { why } => write!(f, "bad pax header: {why}"),
             Self::Sparse => f.write_str(
                 "a sparse file: its payload holds a sparse map, not the file's bytes, so TARIDX cannot index it (write the shard without --sparse)",
+            ),
+            Self::AmbiguousExtent { typeflag, size } => write!(
+                f,
+                "a typeflag {:?} entry with a {size}-byte size field: GNU tar's listing skips that many bytes as data, its extraction and Python's tarfile read the next header there, so which members follow is ambiguous",
+                char::from(*typeflag).escape_default().to_string()
+            ),
+            Self::UnknownType { typeflag } => write!(
+                f,
+                "an entry of typeflag {:?}, which GNU tar and Python's tarfile extract as a regular file (or GNU tar refuses): TARIDX indexes regular files of typeflag '0', NUL or '7' only, and leaves no member out",
+                char::from(*typeflag).escape_default().to_string()
             ),
         }
     }
@@ -339,7 +366,8 @@ pub fn compression(head: &[u8]) -> Option<&'static str> {
 /// Lists the regular-file members of a shard by reading header blocks and
 /// skipping over payloads, which are never touched. Directories, links, pax
 /// and GNU metadata records are not members; pax `path`/`size` and GNU long
-/// names apply to the next header. Stops at the first all-zero block or at
+/// names apply to the next header; what follows each header is read as GNU
+/// tar and tarfile read it ([`extent`]). Stops at the first all-zero block or at
 /// the end of the shard. Errors name the shard and the offset of the header
 /// at fault; a compressed shard is named for what it is.
 pub fn scan<S: Source + ?Sized>(shard: &S) -> crate::Result<Vec<Member>> {
@@ -412,6 +440,69 @@ impl<'s, S: Source + ?Sized> Window<'s, S> {
     }
 }
 
+/// What reading forward makes of an entry ([`extent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file (`0`, NUL, `7`): a member, its payload follows.
+    File,
+    /// A pax (`x`, and Solaris `X`, which GNU tar and tarfile read as `x`)
+    /// or GNU long-name (`L`) record, applied to the next header.
+    Record,
+    /// A global pax (`g`) or GNU long-link (`K`) record: its payload is
+    /// skipped, nothing in it names a member.
+    OtherRecord,
+    /// A hard link (`1`) or directory (`5`), or a symlink, device or FIFO
+    /// (`2`, `3`, `4`, `6`) of size 0: no data follows its header.
+    NoData,
+    /// A GNU dump directory (`D`) or volume label (`V`): not a member, its
+    /// size skipped as data (GNU tar makes a directory, or nothing).
+    Skipped,
+}
+
+/// What an entry is and how many bytes of data follow its header, as GNU
+/// tar and Python's tarfile read an archive (spec/taridx.md §3.1). `size`
+/// is the size in effect (a pax `size` record applied); `names` are the
+/// header's own name and the full name (a pax `path` or GNU long name, or
+/// the header's again).
+///
+/// GNU tar 1.34 and tarfile agree that a hard link or a directory carries
+/// no data whatever its size field says: the block after it is the next
+/// header. For a symlink, device or FIFO with a non-zero size, and for a
+/// regular file with a non-zero size whose name ends in `/` (the full name
+/// for GNU tar, a NUL-typed header's own name for tarfile), they do not
+/// (GNU tar's listing skips the size, its extraction does not, tarfile
+/// follows one or the other): such an entry is
+/// [`TarProblem::AmbiguousExtent`], never read one way while another tool
+/// reads it the other. A typeflag GNU tar does not know (nor `M`, a
+/// continuation from another volume), which GNU tar and tarfile extract as
+/// a regular file, is [`TarProblem::UnknownType`]: a member is never
+/// left out.
+pub fn extent(typeflag: u8, names: [&[u8]; 2], size: u64) -> Result<(EntryKind, u64), TarProblem> {
+    let ambiguous = Err(TarProblem::AmbiguousExtent { typeflag, size });
+    let [own, full] = names;
+    match typeflag {
+        b'x' | b'X' | b'L' => Ok((EntryKind::Record, size)),
+        b'g' | b'K' => Ok((EntryKind::OtherRecord, size)),
+        b'S' => Err(TarProblem::Sparse),
+        b'1' | b'5' => Ok((EntryKind::NoData, 0)),
+        b'2' | b'3' | b'4' | b'6' if size == 0 => Ok((EntryKind::NoData, 0)),
+        b'2' | b'3' | b'4' | b'6' => ambiguous,
+        // GNU tar makes a directory of a file whose full name ends in `/`;
+        // tarfile only of a NUL-typed one whose header's own name does.
+        b'0' | b'7' if size > 0 && full.ends_with(b"/") => ambiguous,
+        0 if size > 0 && (own.ends_with(b"/") || full.ends_with(b"/")) => ambiguous,
+        b'0' | 0 | b'7' => Ok((EntryKind::File, size)),
+        b'D' | b'V' => Ok((EntryKind::Skipped, size)),
+        _ => Err(TarProblem::UnknownType { typeflag }),
+    }
+}
+
+/// Whether a header's typeflag makes it a metadata record, whose own size
+/// field counts (a pax `size` record applies to the next header only).
+pub(crate) fn is_record(typeflag: u8) -> bool {
+    matches!(typeflag, b'L' | b'K' | b'x' | b'X' | b'g')
+}
+
 /// [`scan`] without collecting: calls `on_member(offset, size, name)` for
 /// each regular file in order, the name borrowed (normalized, as in
 /// [`Member::name`]). A source that is not in memory is read
@@ -419,6 +510,40 @@ impl<'s, S: Source + ?Sized> Window<'s, S> {
 pub fn scan_with<S: Source + ?Sized>(
     shard: &S,
     mut on_member: impl FnMut(u64, u64, &[u8]) -> crate::Result<()>,
+) -> crate::Result<()> {
+    walk(shard, 0, |offset, size, name| {
+        on_member(offset, size, name).map(|()| ControlFlow::Continue(()))
+    })
+}
+
+/// The first regular file whose header is at or after `start` (a block
+/// boundary where an entry begins), read forward as [`scan`] reads, or
+/// `None` when the archive ends first: an all-zero block (what follows it
+/// is not read, as GNU tar and tarfile do not) or the end of the shard.
+/// What coverage checks read after a shard's last row
+/// ([`crate::Index::check_coverage`]): only the headers from `start` on.
+pub fn first_member_from<S: Source + ?Sized>(
+    shard: &S,
+    start: u64,
+) -> crate::Result<Option<Member>> {
+    let mut first = None;
+    walk(shard, start, |offset, size, name| {
+        first = Some(Member {
+            offset,
+            size,
+            name: name.to_vec(),
+        });
+        Ok(ControlFlow::Break(()))
+    })?;
+    Ok(first)
+}
+
+/// Reads entries from `offset` on until `on_member` breaks, an all-zero
+/// block, or the end of the shard.
+fn walk<S: Source + ?Sized>(
+    shard: &S,
+    mut offset: u64,
+    mut on_member: impl FnMut(u64, u64, &[u8]) -> crate::Result<ControlFlow<()>>,
 ) -> crate::Result<()> {
     let failed = |offset, problem| TaridxError::Shard {
         shard: shard.name().to_owned(),
@@ -429,7 +554,6 @@ pub fn scan_with<S: Source + ?Sized>(
     let mut window = Window::new(shard);
     let mut next_name: Option<Vec<u8>> = None;
     let mut next_size: Option<u64> = None;
-    let mut offset = 0u64;
     while offset < len {
         let available = len - offset;
         if available < BLOCK {
@@ -456,40 +580,50 @@ pub fn scan_with<S: Source + ?Sized>(
         }
         let typeflag = header.typeflag();
         let header_size = header.size().map_err(|problem| failed(offset, problem))?;
-        let size = match typeflag {
-            b'L' | b'K' | b'x' | b'g' => header_size,
-            _ => next_size.take().unwrap_or(header_size),
+        let size = if is_record(typeflag) {
+            header_size
+        } else {
+            next_size.take().unwrap_or(header_size)
         };
+        let (kind, data) = {
+            let own = header.path_bytes();
+            extent(typeflag, [&own, next_name.as_deref().unwrap_or(&own)], size)
+        }
+        .map_err(|problem| failed(offset, problem))?;
         let payload_start = offset + BLOCK;
-        if size > len - payload_start {
+        if data > len - payload_start {
             return Err(failed(
                 offset,
                 TarProblem::PayloadPastEnd {
-                    size,
+                    size: data,
                     shard_len: len,
                 },
             ));
         }
-        match typeflag {
-            b'L' | b'x' => {
-                if size > MAX_METADATA_SIZE {
-                    return Err(failed(offset, TarProblem::MetadataTooLarge { size }));
+        match kind {
+            EntryKind::Record => {
+                if data > MAX_METADATA_SIZE {
+                    return Err(failed(offset, TarProblem::MetadataTooLarge { size: data }));
                 }
                 // At most MAX_METADATA_SIZE (1 MiB): fits a usize and the window.
-                let data = window.bytes(payload_start, size as usize, "tar metadata record")?;
-                apply_record(typeflag, data, &mut next_name, &mut next_size)
+                let records = window.bytes(payload_start, data as usize, "tar metadata record")?;
+                apply_record(typeflag, records, &mut next_name, &mut next_size)
                     .map_err(|problem| failed(offset, problem))?;
             }
-            b'K' | b'g' => {}
-            b'S' => return Err(failed(offset, TarProblem::Sparse)),
-            b'0' | 0 | b'7' => match next_name.take() {
-                Some(name) => on_member(offset, size, normalize(&name))?,
-                None => on_member(offset, size, normalize(&header.path_bytes()))?,
-            },
-            _ => next_name = None,
+            EntryKind::OtherRecord => {}
+            EntryKind::File => {
+                let flow = match next_name.take() {
+                    Some(name) => on_member(offset, size, normalize(&name))?,
+                    None => on_member(offset, size, normalize(&header.path_bytes()))?,
+                };
+                if flow.is_break() {
+                    return Ok(());
+                }
+            }
+            EntryKind::NoData | EntryKind::Skipped => next_name = None,
         }
-        // The payload fits, so its padded end is at most len + 511.
-        offset = payload_start + size.next_multiple_of(BLOCK);
+        // The data fits, so its padded end is at most len + 511.
+        offset = payload_start + data.next_multiple_of(BLOCK);
     }
     Ok(())
 }

@@ -135,9 +135,10 @@ pub struct GetArgs {
 /// Report which folds under a root have a missing or stale index.
 ///
 /// A fold is every ROOT/FOLD_NNNN.tar group; its index ROOT/FOLD.taridx is
-/// stale when it is older than a shard, or when a row's member ends past its
-/// shard's end or lies in a shard that is gone. Exit status 1 when any
-/// index is missing or stale.
+/// stale when it is older than a shard, when a row's member ends past its
+/// shard's end or lies in a shard that is gone, or when a shard holds a
+/// member after its last row (or has members and no rows). Exit status 1
+/// when any index is missing or stale.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt taridx status data/\n  binfmt taridx status --json data/"
