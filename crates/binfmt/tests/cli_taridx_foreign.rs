@@ -464,12 +464,12 @@ fn edited(index: &Path, edit: impl FnOnce(&mut RawIndex)) {
 }
 
 /// Export first runs what verify runs: a row past its shard's end, two
-/// rows on one member, a row in a shard that is not there are refused and
-/// nothing is written.
+/// rows on one member, a row in a shard that is not there, a member without
+/// a row are refused and nothing is written.
 #[test]
 fn export_never_writes_what_verify_refuses() {
     type Case = (&'static str, fn(&mut RawIndex), &'static str);
-    let cases: [Case; 3] = [
+    let cases: [Case; 4] = [
         (
             "past",
             |raw| raw.rows.last_mut().unwrap().offset = 1 << 20,
@@ -484,6 +484,14 @@ fn export_never_writes_what_verify_refuses() {
             "",
         ),
         ("fid", |raw| raw.rows.last_mut().unwrap().fid = 7, "shard"),
+        (
+            // The last member of the last shard without its row.
+            "short",
+            |raw| {
+                raw.rows.pop();
+            },
+            "has no row",
+        ),
     ];
     for (name, edit, needle) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -572,4 +580,49 @@ fn wids_urls_resolve_from_the_list() {
         assert_eq!(shard["exists"], true, "{shard}");
         assert_eq!(shard["nsamples"], shard["counted"], "{shard}");
     }
+}
+/// An import accounts for every member of every shard: a DALI `.idx`
+/// listing only the first sample, and an empty ratarmount table, are
+/// refused, not written as an index that drops the rest.
+#[test]
+fn imports_cover_every_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let (index, shards) = fold(dir.path());
+    let out = dir.path().join("out.taridx");
+    ok(&binfmt(&["taridx", "export", "dali", arg(&index)]));
+    let idx = dir.path().join("f_0000.idx");
+    let text = std::fs::read_to_string(&idx).unwrap();
+    let first: Vec<&str> = text.lines().take(2).collect();
+    std::fs::write(
+        &idx,
+        format!("{}\n", first.join("\n").replace("v1.1 2", "v1.1 1")),
+    )
+    .unwrap();
+    let output = binfmt(&[
+        "taridx",
+        "import",
+        "dali",
+        arg(&shards[0]),
+        "--keys",
+        "webdataset",
+        "-o",
+        arg(&out),
+    ]);
+    refused(&output, "has no row");
+    assert!(!out.exists());
+
+    let from = dir.path().join("empty");
+    database(&from, FILES);
+    let output = binfmt(&[
+        "taridx",
+        "import",
+        "ratarmount",
+        arg(&shards[0]),
+        "--from",
+        arg(&from),
+        "-o",
+        arg(&out),
+    ]);
+    refused(&output, "has no row");
+    assert!(!out.exists());
 }
