@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use binfmt_core::AtomicFile;
+use binfmt_core::{AtomicFile, Inputs};
 
 use crate::build::{IndexBuilder, fold_index_path, fold_shards};
 use crate::error::{Result, TaridxError};
@@ -141,6 +141,8 @@ pub struct SampleWriter {
     keys: HashSet<String>,
     written: WrittenFold,
     finished: bool,
+    /// What the caller reads: no shard or index is written over one.
+    inputs: Inputs,
 }
 
 impl SampleWriter {
@@ -150,6 +152,21 @@ impl SampleWriter {
     /// empty or holds `/`, `\` or NUL. (glzn's directory loader also needs
     /// fold names without `_`; this project's fold convention does not.)
     pub fn create(dir: impl AsRef<Path>, fold: &str, options: SampleWriterOptions) -> Result<Self> {
+        Self::create_over(dir, fold, options, Inputs::default())
+    }
+
+    /// [`SampleWriter::create`] for a caller that reads `inputs` while it
+    /// writes (the files `taridx pack` walks, the archive a conversion
+    /// reads): the index and every shard are written through the output
+    /// gate, so none replaces an input (by device and inode, hard links and
+    /// symlinks included); an index path that names an input is refused
+    /// here, before anything is written.
+    pub fn create_over(
+        dir: impl AsRef<Path>,
+        fold: &str,
+        options: SampleWriterOptions,
+        inputs: Inputs,
+    ) -> Result<Self> {
         let dir = dir.as_ref();
         if fold.is_empty() || fold.contains(['/', '\\', '\0']) {
             return Err(TaridxError::BadName {
@@ -164,6 +181,7 @@ impl SampleWriter {
                 shard: existing.first().cloned().unwrap_or_default(),
             });
         }
+        inputs.check(fold_index_path(dir, fold))?;
         Ok(Self {
             dir: dir.to_owned(),
             fold: fold.to_owned(),
@@ -180,6 +198,7 @@ impl SampleWriter {
                 bytes: 0,
             },
             finished: false,
+            inputs,
         })
     }
 
@@ -294,7 +313,7 @@ impl SampleWriter {
         let path = self
             .dir
             .join(format!("{}_{:04}.tar", self.fold, self.shards.len()));
-        let file = AtomicFile::create(&path)?;
+        let file = self.inputs.create(&path)?;
         self.shards.push(path);
         self.current = Some((TarWriter::new(file), 0));
         Ok(())
@@ -317,7 +336,8 @@ impl SampleWriter {
             self.start_shard()?;
         }
         self.finish_shard()?;
-        self.index.write_file(&self.written.index)?;
+        let file = self.inputs.create(&self.written.index)?;
+        self.index.write_to(file)?.commit()?;
         self.finished = true;
         Ok(self.written.clone())
     }

@@ -13,6 +13,8 @@ use crate::cmd::generic;
 use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
+mod foreign;
+
 /// Index WebDataset-style tar shards and read samples at random.
 #[derive(Debug, clap::Subcommand)]
 #[command(defer = true)]
@@ -193,6 +195,9 @@ pub enum ForeignArg {
 
 /// Write another tool's index of a fold.
 ///
+/// The index is verified against its shards first (as `binfmt verify`
+/// does); nothing is written for an index verify refuses, and no output may
+/// be the index, a shard, or another output.
 /// wids: one shard list, -o LIST.json (urls relative to its directory).
 /// dali: one .idx per shard, named as wds2idx names them, into -o DIR
 /// (default: beside the shards); v1.1 from the index alone, v1.2 (with
@@ -227,7 +232,8 @@ pub struct ExportArgs {
 /// dali: INPUTs are the shards; each SHARD's .idx is found beside it (as
 /// wds2idx names it) or in --from DIR. ratarmount: INPUTs are the shards;
 /// each SHARD.tar.index.sqlite is found beside it or in --from DIR. The
-/// index is then verified against the shards (every row's tar header).
+/// index is then verified against the shards (every row's tar header, and
+/// a row for every member); -o may not be any file read.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt taridx import wids data/train.json -o data/train.taridx\n  binfmt taridx import dali data/train_*.tar -o data/train.taridx\n  binfmt taridx import ratarmount data/train_0000.tar -o data/train.taridx"
@@ -259,9 +265,9 @@ pub fn run(command: &Command) -> CommandResult {
         Command::Extract(args) => generic::extract(args, Some(binfmt::Format::Taridx)),
         Command::Verify(args) => generic::verify(args, Some(binfmt::Format::Taridx)),
         Command::Status(args) => status(args),
-        Command::Pack(args) => pack(args),
-        Command::Export(args) => export(args),
-        Command::Import(args) => import(args),
+        Command::Pack(args) => foreign::pack(args),
+        Command::Export(args) => foreign::export(args),
+        Command::Import(args) => foreign::import(args),
     }
 }
 
@@ -382,149 +388,6 @@ fn status(args: &StatusArgs) -> CommandResult {
     })
 }
 
-/// What pack reads a member from.
-enum PackSource {
-    File(PathBuf),
-    Entry(String),
-}
-
-fn pack(args: &PackArgs) -> CommandResult {
-    let rule = KeyRule::from(args.keys);
-    let out = &args.output;
-    let fold = out
-        .file_stem()
-        .and_then(|stem| stem.to_str())
-        .filter(|_| out.extension().is_some_and(|ext| ext == "taridx"))
-        .ok_or_else(|| output::about(out, "the output must be named DIR/FOLD.taridx"))?;
-    let dir = out
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    // (name, size, where from), grouped by WebDataset key below.
-    let mut files: Vec<(String, u64, PackSource)> = Vec::new();
-    let archive = if args.input.is_dir() {
-        for (name, path) in regular_files(&args.input)? {
-            let size = std::fs::metadata(&path)
-                .map_err(|e| output::about(&path, e))?
-                .len();
-            files.push((name, size, PackSource::File(path)));
-        }
-        None
-    } else {
-        let source = binfmt::open(&args.input).map_err(output::failed)?;
-        for entry in source.list().map_err(output::failed)? {
-            files.push((
-                entry.name.clone(),
-                entry.size,
-                PackSource::Entry(entry.name),
-            ));
-        }
-        Some(source)
-    };
-    let mut samples: std::collections::BTreeMap<String, Vec<(String, u64, PackSource)>> =
-        std::collections::BTreeMap::new();
-    for (name, size, from) in files {
-        let split = KeyRule::WebDataset.split(&name);
-        if split.extension.is_empty() {
-            return Err(output::about(
-                &args.input,
-                format!("{name:?} has no extension: a WebDataset sample member is KEY.EXT"),
-            ));
-        }
-        let extension = name
-            .get(split.key.len() + 1..)
-            .unwrap_or_default()
-            .to_owned();
-        samples
-            .entry(split.key)
-            .or_default()
-            .push((extension, size, from));
-    }
-    let mut writer = binfmt_taridx::SampleWriter::create(
-        &dir,
-        fold,
-        binfmt_taridx::SampleWriterOptions::new()
-            .max_samples(args.max_samples)
-            .max_bytes(args.max_bytes)
-            .key_rule(rule),
-    )
-    .map_err(failed(out))?;
-    let bar = output::progress(samples.len() as u64, "packing samples");
-    for (key, mut members) in samples {
-        members.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut streams: Vec<(String, u64, Box<dyn std::io::Read>)> = Vec::new();
-        for (extension, size, from) in members {
-            let reader: Box<dyn std::io::Read> = match from {
-                PackSource::File(path) => {
-                    Box::new(std::fs::File::open(&path).map_err(|e| output::about(&path, e))?)
-                }
-                PackSource::Entry(name) => {
-                    let bytes = archive
-                        .as_ref()
-                        .map(|source| source.read(&name))
-                        .transpose()
-                        .map_err(output::failed)?
-                        .unwrap_or_default();
-                    Box::new(std::io::Cursor::new(bytes))
-                }
-            };
-            streams.push((extension, size, reader));
-        }
-        writer.write_streams(&key, streams).map_err(failed(out))?;
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let fold = writer.finish().map_err(failed(out))?;
-    output::note(format_args!(
-        "packed {} samples ({} members, {} bytes) into {} shards; wrote {}",
-        fold.samples,
-        fold.members,
-        fold.bytes,
-        fold.shards.len(),
-        output::shown(&fold.index)
-    ));
-    Ok(Status::Success)
-}
-
-/// The regular files under `dir` as (name relative to `dir` with `/`
-/// separators, path). Symlinks are never followed and, like other
-/// non-regular files and names that are not UTF-8, are skipped with a note
-/// on stderr.
-fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    let mut files = Vec::new();
-    let mut stack = vec![(String::new(), dir.to_path_buf())];
-    while let Some((prefix, directory)) = stack.pop() {
-        let entries = std::fs::read_dir(&directory).map_err(|e| output::about(&directory, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| output::about(&directory, e))?;
-            let path = entry.path();
-            let kind = entry.file_type().map_err(|e| output::about(&path, e))?;
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                output::note(format_args!(
-                    "skipped {}: name is not UTF-8",
-                    output::shown(&path)
-                ));
-                continue;
-            };
-            let name = if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
-            };
-            if kind.is_dir() {
-                stack.push((name, path));
-            } else if kind.is_file() {
-                files.push((name, path));
-            } else {
-                output::note(format_args!(
-                    "skipped {}: not a regular file",
-                    output::escape(&name)
-                ));
-            }
-        }
-    }
-    Ok(files)
-}
-
 /// The shards of an index's fold: in its directory, or in `shards`.
 fn index_shards_of(index: &Path, shards: Option<&Path>) -> Result<Vec<PathBuf>, String> {
     let fold = index
@@ -538,144 +401,6 @@ fn index_shards_of(index: &Path, shards: Option<&Path>) -> Result<Vec<PathBuf>, 
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
     fold_shards(&root, fold).map_err(failed(&root))
-}
-
-fn export(args: &ExportArgs) -> CommandResult {
-    use binfmt_taridx::foreign;
-    let shards = index_shards_of(&args.index, args.shards.as_deref())?;
-    // Read by offset, not mapped (as every command reads a local file): an
-    // index cut short underneath is an error, not SIGBUS.
-    let index = binfmt_core::FileSource::open(&args.index)
-        .map_err(binfmt_taridx::TaridxError::from)
-        .and_then(Index::new)
-        .map_err(failed(&args.index))?;
-    let dataset = Dataset::new(
-        index,
-        ShardFiles::new(shards.clone()),
-        DatasetOptions::default(),
-    )
-    .map_err(failed(&args.index))?;
-    let beside = |shard: &Path| {
-        args.output.clone().unwrap_or_else(|| {
-            shard
-                .parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-        })
-    };
-    match args.to {
-        ForeignArg::Wids => {
-            let Some(out) = &args.output else {
-                output::usage_error("wids: give -o LIST.json")
-            };
-            let list_dir = out.parent().unwrap_or(Path::new(""));
-            let name = args
-                .index
-                .file_stem()
-                .map(|stem| stem.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let list = foreign::wids_shard_list(dataset.index(), &shards, list_dir, &name)
-                .map_err(failed(&args.index))?;
-            let text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())? + "\n";
-            write_bytes(out, text.as_bytes())?;
-            output::note(format_args!("wrote {}", output::shown(out)));
-        }
-        ForeignArg::Dali => {
-            for (fid, shard) in shards.iter().enumerate() {
-                let fid = u16::try_from(fid).map_err(|e| e.to_string())?;
-                let dir = beside(shard);
-                std::fs::create_dir_all(&dir).map_err(|e| output::about(&dir, e))?;
-                let path = dir.join(foreign::dali_index_name(shard));
-                let text = foreign::dali_index(&dataset, fid, args.with_names)
-                    .map_err(failed(&args.index))?;
-                write_bytes(&path, text.as_bytes())?;
-                output::note(format_args!("wrote {}", output::shown(&path)));
-            }
-        }
-        ForeignArg::Ratarmount => {
-            for (fid, shard) in shards.iter().enumerate() {
-                let fid = u16::try_from(fid).map_err(|e| e.to_string())?;
-                let dir = beside(shard);
-                std::fs::create_dir_all(&dir).map_err(|e| output::about(&dir, e))?;
-                let path =
-                    foreign::ratarmount_index_path(dir.join(shard.file_name().unwrap_or_default()));
-                foreign::export_ratarmount(&dataset, fid, &path).map_err(failed(&args.index))?;
-                output::note(format_args!("wrote {}", output::shown(&path)));
-            }
-        }
-    }
-    Ok(Status::Success)
-}
-
-fn import(args: &ImportArgs) -> CommandResult {
-    use binfmt_taridx::foreign;
-    let out = &args.output;
-    let rule = KeyRule::from(args.keys);
-    let (shards, mut builder) = match args.from {
-        ForeignArg::Wids => {
-            let [list] = args.inputs.as_slice() else {
-                output::usage_error("wids: give one shard list")
-            };
-            let entries = foreign::read_wids_shard_list(list).map_err(failed(list))?;
-            let shards: Vec<PathBuf> = entries.iter().map(|(path, _)| path.clone()).collect();
-            binfmt_taridx::shards::check_not_input(out, &shards).map_err(failed(out))?;
-            let mut builder =
-                binfmt_taridx::index_shards(&shards, IndexOptions::new().key_rule(rule), || {})
-                    .map_err(|e| e.to_string())?;
-            let rows = builder.rows().map_err(failed(out))?;
-            for (fid, (shard, nsamples)) in entries.iter().enumerate() {
-                let counted = foreign::shard_samples(rows, fid as u16).len() as u64;
-                if counted != *nsamples {
-                    output::note(format_args!(
-                        "note: {} lists {nsamples} samples, the index has {counted}",
-                        output::shown(shard)
-                    ));
-                }
-            }
-            (shards, builder)
-        }
-        ForeignArg::Dali | ForeignArg::Ratarmount => {
-            let shards = args.inputs.clone();
-            binfmt_taridx::shards::check_not_input(out, &shards).map_err(failed(out))?;
-            let mut builder = binfmt_taridx::IndexBuilder::new(rule);
-            for (fid, shard) in shards.iter().enumerate() {
-                let fid = u16::try_from(fid).map_err(|e| e.to_string())?;
-                let dir = args.from_dir.clone().unwrap_or_else(|| {
-                    shard
-                        .parent()
-                        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-                });
-                let members = if args.from == ForeignArg::Dali {
-                    let idx = dir.join(foreign::dali_index_name(shard));
-                    let text = std::fs::read_to_string(&idx).map_err(|e| output::about(&idx, e))?;
-                    let source = binfmt_core::FileSource::open(shard).map_err(|e| e.to_string())?;
-                    foreign::read_dali_index(&idx, &text, &source).map_err(failed(&idx))?
-                } else {
-                    let sqlite = foreign::ratarmount_index_path(
-                        dir.join(shard.file_name().unwrap_or_default()),
-                    );
-                    foreign::read_ratarmount(&sqlite).map_err(failed(&sqlite))?
-                };
-                for member in members {
-                    builder.add(fid, member).map_err(failed(out))?;
-                }
-            }
-            (shards, builder)
-        }
-    };
-    // The foreign index is a claim: check every row against its shard.
-    let index = Index::new(builder.to_bytes().map_err(failed(out))?).map_err(failed(out))?;
-    index
-        .verify(Some(&binfmt_taridx::ShardFiles::new(shards)))
-        .map_err(failed(out))?;
-    builder.write_file(out).map_err(failed(out))?;
-    output::note(format_args!("wrote {}", output::shown(out)));
-    Ok(Status::Success)
-}
-
-fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let mut file = binfmt_core::AtomicFile::create(path).map_err(|e| e.to_string())?;
-    file.write_all(bytes).map_err(|e| output::about(path, e))?;
-    file.commit().map_err(|e| e.to_string())
 }
 
 #[derive(Debug, serde::Serialize)]
