@@ -107,6 +107,25 @@ pub struct NativeIndex {
 }
 
 impl NativeIndex {
+    /// Reading the rows of an index that is not mapped holds them in memory
+    /// (32 bytes a row, the size of the row region present in the file):
+    /// that room is asked for first, so memory that cannot be had is
+    /// `MemoryError`, not an abort inside the read.
+    fn room_for_rows(&self) -> PyResult<()> {
+        let bytes = self.index.num_rows().saturating_mul(32);
+        let mut room: Vec<u8> = Vec::new();
+        usize::try_from(bytes)
+            .ok()
+            .and_then(|bytes| room.try_reserve_exact(bytes).ok())
+            .ok_or_else(|| {
+                PyMemoryError::new_err(format!(
+                    "{}: its {} rows ({bytes} bytes) cannot be held in memory",
+                    self.location,
+                    self.index.num_rows()
+                ))
+            })
+    }
+
     /// Opens `location`, mapped when `map` is set and it is a local path.
     fn open(py: Python<'_>, location: String, map: bool) -> PyResult<Self> {
         let index = remote::detach(py, || -> Result<_, remote::BoxError> {
@@ -175,6 +194,7 @@ impl NativeIndex {
                 return view::<u8>(py, rows.as_bytes(), mapped.as_any());
             }
         }
+        this.room_for_rows()?;
         let rows = remote::detach(py, || this.index.rows())?.map_err(taridx_error)?;
         Ok(PyArray1::from_slice(py, rows.as_bytes()).into_any())
     }
@@ -183,6 +203,7 @@ impl NativeIndex {
     /// its tar header); returns the payload bytes.
     #[pyo3(signature = (shards = None))]
     fn verify(&self, py: Python<'_>, shards: Option<Vec<PathBuf>>) -> PyResult<u64> {
+        self.room_for_rows()?;
         remote::detach(py, || {
             let files = shards.map(ShardFiles::new);
             self.index.verify(

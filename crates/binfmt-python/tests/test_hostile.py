@@ -183,24 +183,35 @@ def test_sparse_member_is_not_allocated(tmp_path):
 
 
 def test_index_claiming_rows_over_a_truncated_file(fold, tmp_path):
+    """An index whose header claims 2**26 rows: over the file as it is
+    (refused when opened), and over a file extended to that size by
+    truncate (sparse: 2 GiB of zero rows, read into memory only fallibly)."""
     index, shards = fold
     data = bytearray(pathlib.Path(index).read_bytes())
+    off_arr = int.from_bytes(data[48:56], "little")
     data[24:32] = (1 << 26).to_bytes(8, "little")
-    lying = tmp_path / "lying.taridx"
-    lying.write_bytes(bytes(data))
-    out = child(
-        """
-        limit_memory(8)
-        index, shards = sys.argv[1], sys.argv[2:]
-        expect("verify", lambda: taridx.Index(index).verify())
-        expect("dataset", lambda: taridx.Dataset(index, shards))
-        expect("open", lambda: len(binfmt.open(index)))
-        """,
-        str(lying),
-        *shards,
-    )
-    for label in ("verify", "dataset", "open"):
-        assert out[label].split()[0] in ("BinfmtError", "MemoryError"), out
+    short, sparse = tmp_path / "short", tmp_path / "sparse"
+    for directory in (short, sparse):
+        directory.mkdir()
+        (directory / "train.taridx").write_bytes(bytes(data))
+        for shard in shards:
+            os.link(shard, directory / os.path.basename(shard))
+    os.truncate(sparse / "train.taridx", off_arr + (1 << 26) * 32)
+    for directory in (short, sparse):
+        out = child(
+            """
+            limit_memory(1)
+            index = sys.argv[1]
+            shards = sorted(os.path.join(os.path.dirname(index), name)
+                            for name in os.listdir(os.path.dirname(index)) if name.endswith(".tar"))
+            expect("verify", lambda: taridx.Index(index).verify())
+            expect("dataset", lambda: taridx.Dataset(index, shards))
+            expect("open", lambda: len(binfmt.open(index)))
+            """,
+            str(directory / "train.taridx"),
+        )
+        for label in ("verify", "dataset", "open"):
+            assert out[label].split()[0] in ("BinfmtError", "MemoryError"), out
 
 
 # -- positions and pickled states ------------------------------------------
