@@ -235,8 +235,7 @@ fn arcx_pack<'py>(
         .dialect(dialect)
         .level(level)
         .jobs(jobs);
-    let summary = py
-        .detach(|| binfmt_arcx::pack_dir(&dir, &out, options, |_| {}))
+    let summary = crate::remote::detach(py, || binfmt_arcx::pack_dir(&dir, &out, options, |_| {}))?
         .map_err(arcx_error)?;
     let dict = PyDict::new(py);
     dict.set_item("files", summary.files)?;

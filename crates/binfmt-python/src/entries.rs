@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use binfmt::{ConvertOptions, EntrySource, ExtractOptions, Format};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -84,7 +84,7 @@ impl Entries {
 
     /// The bytes of entry `name`.
     fn read<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = remote::detach(py, || self.source.read(name))?.map_err(umbrella_error)?;
+        let bytes = remote::detach(py, || read_whole(self.source.as_ref(), name))??;
         Ok(PyBytes::new(py, &bytes))
     }
 
@@ -128,6 +128,44 @@ self_cell::self_cell!(
 impl Read for OpenEntry {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.with_dependent_mut(|_, reader| reader.read(buf))
+    }
+}
+
+/// The bytes of entry `name`, read into a buffer grown fallibly: an entry
+/// whose size no memory can hold (a sparse tar member declaring 64 GiB) is
+/// `MemoryError` naming it, never an abort.
+fn read_whole(source: &dyn EntrySource, name: &str) -> PyResult<Vec<u8>> {
+    const STEP: usize = 1 << 20;
+    let mut reader = source.open(name).map_err(umbrella_error)?;
+    // `bytes` is all initialized room; `used` of it is filled.
+    let mut bytes = Vec::new();
+    let mut used = 0;
+    loop {
+        if used == bytes.len() {
+            // Doubling, as read_to_end does, but a refusal is an error.
+            let more = bytes.len().max(STEP);
+            bytes.try_reserve(more).map_err(|_| {
+                PyMemoryError::new_err(format!(
+                    "{}: entry {name}: more than {} bytes cannot be held in memory",
+                    source.file(),
+                    bytes.len().saturating_add(more)
+                ))
+            })?;
+            bytes.resize(bytes.capacity(), 0);
+        }
+        let read = loop {
+            match reader.read(bytes.get_mut(used..).unwrap_or_default()) {
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match read.map_err(|error| errors::binfmt(&error))? {
+            0 => {
+                bytes.truncate(used);
+                return Ok(bytes);
+            }
+            read => used += read,
+        }
     }
 }
 

@@ -14,7 +14,8 @@
 //! | kastore: major version too old / too new | `VersionTooOldError` / `VersionTooNewError` |
 //! | kastore: anything else wrong with a file | `FileFormatError` |
 //! | kastore writing: an empty, repeated or ragged input | `ValueError` |
-//! | any other format error | `binfmt.BinfmtError` |
+//! | memory that could not be had for what an input describes | `MemoryError` |
+//! | any other format error, and a panic caught at the boundary (a bug) | `binfmt.BinfmtError` |
 
 use std::error::Error as StdError;
 use std::io;
@@ -22,7 +23,8 @@ use std::path::Path;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyEOFError, PyException, PyIsADirectoryError, PyKeyError, PyOSError, PyValueError,
+    PyEOFError, PyException, PyIsADirectoryError, PyKeyError, PyMemoryError, PyOSError,
+    PyValueError,
 };
 use pyo3::prelude::*;
 
@@ -164,6 +166,9 @@ fn decisive(layer: &(dyn StdError + 'static), message: &str) -> Option<PyErr> {
             binfmt_core::Error::NotRegularFile { path, kind } => {
                 Some(not_regular(path, kind, message))
             }
+            binfmt_core::Error::OutOfMemory { .. } => {
+                Some(PyMemoryError::new_err(message.to_owned()))
+            }
             _ => None,
         };
     }
@@ -251,6 +256,25 @@ fn not_regular(path: &Path, kind: &str, message: &str) -> PyErr {
         ));
     }
     PyOSError::new_err(message.to_owned())
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
+        .to_owned()
+}
+
+/// A panic caught at the boundary (a bug: inputs are checked before they
+/// reach code that could panic) as `binfmt.BinfmtError`, with the panic's
+/// message.
+pub(crate) fn panicked(message: String) -> PyErr {
+    BinfmtError::new_err(format!(
+        "internal error (a bug in binfmt or a dependency): {message}"
+    ))
 }
 
 /// A Python exception carried through Rust I/O (a Python file object's

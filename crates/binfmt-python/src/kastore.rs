@@ -38,6 +38,7 @@ use pyo3::types::{PyBytes, PyDict, PyIterator, PyString, PyTuple};
 
 use crate::errors::{self, StoreClosedError};
 use crate::pyio::{PyReader, PyWriter, owned_file};
+use crate::remote::detach;
 
 /// Arrays at least this large are copied with the GIL released.
 const LARGE_COPY: usize = 1 << 20;
@@ -154,22 +155,21 @@ impl<'a, 'py> Input<'a, 'py> {
     /// The bytes of one store.
     fn read(self, py: Python<'py>) -> PyResult<Window> {
         match self {
-            Self::Path(path) => py.detach(|| open_path(&path)).map_err(errors::kast),
-            Self::Map(file, start) => py
-                .detach(|| {
-                    let bytes = ByteSource::from_file(file, "<file descriptor>")?;
-                    Ok(Window::at(bytes, start))
-                })
-                .map_err(errors::kast),
-            Self::Pipe(mut file) => py
-                .detach(|| read_stream(&mut file, "<file descriptor>"))
-                .map_err(errors::kast),
+            Self::Path(path) => detach(py, || open_path(&path))?.map_err(errors::kast),
+            Self::Map(file, start) => detach(py, || {
+                let bytes = ByteSource::from_file(file, "<file descriptor>")?;
+                Ok(Window::at(bytes, start))
+            })?
+            .map_err(errors::kast),
+            Self::Pipe(mut file) => {
+                detach(py, || read_stream(&mut file, "<file descriptor>"))?.map_err(errors::kast)
+            }
             Self::Stream(object) => {
                 read_stream(&mut PyReader::new(object), "<file object>").map_err(errors::kast)
             }
-            Self::Memory(mut bytes) => py
-                .detach(|| read_stream(&mut bytes, "<bytes>"))
-                .map_err(errors::kast),
+            Self::Memory(mut bytes) => {
+                detach(py, || read_stream(&mut bytes, "<bytes>"))?.map_err(errors::kast)
+            }
         }
     }
 }
@@ -357,7 +357,7 @@ where
     let mut values = array.readwrite();
     let target = values.as_slice_mut()?.as_mut_bytes();
     if target.len() >= LARGE_COPY {
-        py.detach(|| target.copy_from_slice(bytes));
+        detach(py, || target.copy_from_slice(bytes))?;
     } else {
         target.copy_from_slice(bytes);
     }
@@ -550,7 +550,7 @@ impl NativeStore {
         key_encoding: Bound<'_, PyAny>,
     ) -> PyResult<Self> {
         let window = Input::resolve(kind, value, start)?.read(py)?;
-        let catalog = py.detach(|| Catalog::of(&window)).map_err(errors::kast)?;
+        let catalog = detach(py, || Catalog::of(&window))?.map_err(errors::kast)?;
         let keys = Keys::of(&key_encoding);
         // Keys are decoded (checked) at load time, as kastore does.
         let names = match &keys {
@@ -743,7 +743,7 @@ fn kastore_load_dict<'py>(
     start: u64,
 ) -> PyResult<(Bound<'py, PyDict>, u64)> {
     let window = Input::resolve(kind, value, start)?.read(py)?;
-    let catalog = py.detach(|| Catalog::of(&window)).map_err(errors::kast)?;
+    let catalog = detach(py, || Catalog::of(&window))?.map_err(errors::kast)?;
     let dict = PyDict::new(py);
     for entry in &catalog.entries {
         let key = Keys::Utf8.decode(py, catalog.key(entry))?;
@@ -789,19 +789,18 @@ fn kastore_dump<'py>(
         }
         "path" => {
             let path: PathBuf = target.extract()?;
-            py.detach(|| write_path(&arrays, &path))
-                .map_err(errors::kast)?;
+            detach(py, || write_path(&arrays, &path))?.map_err(errors::kast)?;
             Ok(None)
         }
         "fd" => {
             let file = owned_file(target.extract()?)?;
-            py.detach(|| {
+            detach(py, || {
                 let mut out = BufWriter::with_capacity(1 << 20, file);
                 writer(&arrays)?.write_to(&mut out)?;
                 out.flush()
                     .map_err(|error| binfmt_core::Error::io("<file descriptor>", error))?;
                 Ok::<_, KastError>(())
-            })
+            })?
             .map_err(errors::kast)?;
             Ok(None)
         }

@@ -13,6 +13,7 @@
 //! - [`entries`]: the umbrella library (`binfmt.open`, `convert`, `sniff`);
 //! - [`errors`]: every Rust error as a Python exception carrying its message;
 //! - [`pyio`]: Python file objects and handed-over descriptors as Rust I/O;
+//! - [`sampler`]: the deterministic epoch orders of the TARIDX sampler;
 //! - [`remote`]: `http://`, `https://` and `s3://` locations, their warnings
 //!   issued as Python warnings.
 //!
@@ -35,6 +36,7 @@ pub mod kastore;
 pub mod par4;
 pub mod pyio;
 pub mod remote;
+pub mod sampler;
 pub mod taridx;
 
 /// The module `binfmt._binfmt`.

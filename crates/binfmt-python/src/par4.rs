@@ -1,7 +1,8 @@
 //! PAR4 files for Python: `binfmt.par4` is built on this.
 //!
-//! A [`Par4File`] is a [`binfmt_parcode::ParcodeFile`] over a mapped local
-//! file or a remote object. Its chunk tree comes from the inspector (the
+//! A [`Par4File`] is a [`binfmt_parcode::ParcodeFile`] over a local file
+//! read by offset (never mapped: a file truncated underneath is an error,
+//! not SIGBUS) or a remote object. Its chunk tree comes from the inspector (the
 //! reference's report, as text or as nested dicts); a root that is a
 //! `HashMap<String, Vec<u8>>` is read as a lazy map: listing reads keys and
 //! length prefixes only, a lookup its bucket and its own value.
@@ -62,13 +63,16 @@ fn chunk_dict<'py>(py: Python<'py>, chunk: &ChunkInfo) -> PyResult<Bound<'py, Py
 
 #[pymethods]
 impl Par4File {
-    /// Opens `location`: a path (mapped) or an `http://`, `https://` or
+    /// Opens `location`: a path (read by offset) or an `http://`, `https://` or
     /// `s3://` URL (the header and the root's trailer fetched).
     #[new]
     fn new(py: Python<'_>, location: String) -> PyResult<Self> {
         let file = remote::detach(py, || -> Result<_, remote::BoxError> {
+            // Read by offset, never mapped: every call returns copies, so
+            // a file truncated underneath fails the call instead of
+            // killing the process.
             Ok(ParcodeFile::from_source(remote::open_source(
-                &location, true,
+                &location, false,
             )?)?)
         })?
         .map_err(|error| errors::binfmt(&*error))?;

@@ -14,8 +14,9 @@ use std::sync::Mutex;
 use binfmt_core::{ByteSource, Source};
 use pyo3::create_exception;
 use pyo3::exceptions::PyUserWarning;
-use pyo3::marker::Ungil;
 use pyo3::prelude::*;
+
+use crate::errors;
 
 create_exception!(
     binfmt,
@@ -44,10 +45,17 @@ pub(crate) fn open_options() -> binfmt::OpenOptions {
 }
 
 /// Runs `work` with the GIL released, then issues the remote warnings it
-/// (or any other thread) queued meanwhile. Fails only when a warning is
-/// turned into an exception by the `warnings` filters.
-pub(crate) fn detach<T: Ungil>(py: Python<'_>, work: impl Ungil + FnOnce() -> T) -> PyResult<T> {
-    let value = py.detach(work);
+/// (or any other thread) queued meanwhile. Fails when a warning is turned
+/// into an exception by the `warnings` filters, and when `work` panics: a
+/// panic (a bug, here or in a dependency) is caught here, at the boundary,
+/// and raised as `binfmt.BinfmtError`, never as pyo3's `PanicException`.
+pub(crate) fn detach<T: Send>(py: Python<'_>, work: impl Send + FnOnce() -> T) -> PyResult<T> {
+    let value = py
+        .detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                .map_err(|payload| errors::panic_message(payload.as_ref()))
+        })
+        .map_err(errors::panicked)?;
     let pending = match PENDING.lock() {
         Ok(mut pending) => std::mem::take(&mut *pending),
         Err(_) => Vec::new(),

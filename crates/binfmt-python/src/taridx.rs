@@ -5,10 +5,18 @@
 //! sample `i` is its key, its shard, and each member's extension with its
 //! bytes: a copy (`bytes`), or a read-only view of the mapped shard with
 //! no copy, kept alive by the view. Every member's tar header is checked
-//! against its row before its bytes are handed out. `sample_order` gives
-//! the deterministic epoch orders of the sampler.
+//! against its row before its bytes are handed out.
+//!
+//! Nothing a file declares sizes memory before it is checked: the index is
+//! read by `pread` (its rows copied into a buffer reserved fallibly), and a
+//! member's bytes go into a `bytes` object allocated by Python for its
+//! checked size, so a member too large for memory is `MemoryError` naming
+//! it. Only what is handed out as a view (`zero_copy` samples, `rows`)
+//! touches a map: a file truncated underneath any other call is an error,
+//! never SIGBUS.
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -18,7 +26,7 @@ use binfmt_taridx::{
     Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
 };
 use numpy::{IntoPyArray, PyArray1};
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
 
@@ -32,8 +40,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeIndex>()?;
     module.add_function(wrap_pyfunction!(taridx_index, module)?)?;
     module.add_function(wrap_pyfunction!(taridx_index_fold, module)?)?;
-    module.add_function(wrap_pyfunction!(sample_order, module)?)?;
-    Ok(())
+    crate::sampler::register(module)
 }
 
 fn taridx_error(error: binfmt_taridx::TaridxError) -> PyErr {
@@ -65,8 +72,10 @@ fn taridx_index(
     jobs: Option<usize>,
 ) -> PyResult<()> {
     let options = index_options(key_rule, jobs)?;
-    py.detach(|| binfmt_taridx::write_index(&shards, &out, options, || {}))
-        .map_err(taridx_error)
+    remote::detach(py, || {
+        binfmt_taridx::write_index(&shards, &out, options, || {})
+    })?
+    .map_err(taridx_error)
 }
 
 /// Indexes the shards `ROOT/FOLD_*.tar` into `ROOT/FOLD.taridx`; returns
@@ -81,29 +90,59 @@ fn taridx_index_fold(
     jobs: Option<usize>,
 ) -> PyResult<PathBuf> {
     let options = index_options(key_rule, jobs)?;
-    py.detach(|| binfmt_taridx::index_fold(&root, fold, options, || {}))
-        .map_err(taridx_error)
+    remote::detach(py, || {
+        binfmt_taridx::index_fold(&root, fold, options, || {})
+    })?
+    .map_err(taridx_error)
 }
 
 /// A TARIDX index file, checked when opened (header and blocks; rows are
-/// checked by `verify`).
+/// checked by `verify`), read by `pread`: a file truncated underneath it
+/// makes a call fail, never kills the process.
 #[pyclass(frozen, module = "binfmt.taridx", name = "_NativeIndex")]
 #[derive(Debug)]
 pub struct NativeIndex {
     index: Index<Box<dyn Source>>,
+    location: String,
+}
+
+impl NativeIndex {
+    /// Reading the rows of an index that is not mapped holds them in memory
+    /// (32 bytes a row, the size of the row region present in the file):
+    /// that room is asked for first, so memory that cannot be had is
+    /// `MemoryError`, not an abort inside the read.
+    fn room_for_rows(&self) -> PyResult<()> {
+        let bytes = self.index.num_rows().saturating_mul(32);
+        let mut room: Vec<u8> = Vec::new();
+        usize::try_from(bytes)
+            .ok()
+            .and_then(|bytes| room.try_reserve_exact(bytes).ok())
+            .ok_or_else(|| {
+                PyMemoryError::new_err(format!(
+                    "{}: its {} rows ({bytes} bytes) cannot be held in memory",
+                    self.location,
+                    self.index.num_rows()
+                ))
+            })
+    }
+
+    /// Opens `location`, mapped when `map` is set and it is a local path.
+    fn open(py: Python<'_>, location: String, map: bool) -> PyResult<Self> {
+        let index = remote::detach(py, || -> Result<_, remote::BoxError> {
+            Ok(Index::new(remote::open_source(&location, map)?)?)
+        })?
+        .map_err(|error| errors::binfmt(&*error))?;
+        Ok(Self { index, location })
+    }
 }
 
 #[pymethods]
 impl NativeIndex {
-    /// Opens the index at `location`: a path (mapped) or an `http://`,
-    /// `https://` or `s3://` URL (header and blocks fetched).
+    /// Opens the index at `location`: a path (read by offset) or an
+    /// `http://`, `https://` or `s3://` URL (header and blocks fetched).
     #[new]
     fn new(py: Python<'_>, location: String) -> PyResult<Self> {
-        let index = remote::detach(py, || -> Result<_, remote::BoxError> {
-            Ok(Index::new(remote::open_source(&location, true)?)?)
-        })?
-        .map_err(|error| errors::binfmt(&*error))?;
-        Ok(Self { index })
+        Self::open(py, location, false)
     }
 
     /// `(major, minor)`.
@@ -142,24 +181,29 @@ impl NativeIndex {
         self.index.crash_stems().map(str::to_owned).collect()
     }
 
-    /// The rows' 32-byte records as a uint8 array: of the mapped index
-    /// itself (read-only, no copy; it keeps the index alive), or a copy when
-    /// the index is not in memory.
+    /// The rows' 32-byte records as a uint8 array: of a local index, a
+    /// read-only view of the file mapped now (no copy; the array keeps the
+    /// map alive, and reading it after the file is truncated raises SIGBUS,
+    /// as any map does); of a URL, a copy.
     fn row_bytes<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        match slf.get().index.rows_in_memory() {
-            Some(rows) => view::<u8>(py, rows.as_bytes(), slf.as_any()),
-            None => {
-                let rows = slf.get().index.rows().map_err(taridx_error)?;
-                Ok(PyArray1::from_slice(py, rows.as_bytes()).into_any())
+        let this = slf.get();
+        if !binfmt::is_remote(&this.location) {
+            let mapped = Bound::new(py, Self::open(py, this.location.clone(), true)?)?;
+            if let Some(rows) = mapped.get().index.rows_in_memory() {
+                return view::<u8>(py, rows.as_bytes(), mapped.as_any());
             }
         }
+        this.room_for_rows()?;
+        let rows = remote::detach(py, || this.index.rows())?.map_err(taridx_error)?;
+        Ok(PyArray1::from_slice(py, rows.as_bytes()).into_any())
     }
 
     /// Checks every row (and, with `shards` in fid order, every row against
     /// its tar header); returns the payload bytes.
     #[pyo3(signature = (shards = None))]
     fn verify(&self, py: Python<'_>, shards: Option<Vec<PathBuf>>) -> PyResult<u64> {
+        self.room_for_rows()?;
         remote::detach(py, || {
             let files = shards.map(ShardFiles::new);
             self.index.verify(
@@ -180,12 +224,16 @@ pub struct MemberBytes {
     reader: MemberReader,
 }
 
-/// One member of a sample: its name and its bytes (a copy, or the member
-/// itself in a mapped shard).
+/// One member of a sample, its header checked: to be copied into a
+/// `bytes` object, or handed out as a view of the mapped shard.
 enum Payload {
-    Copied(String, Vec<u8>),
+    Copied(MemberReader),
     Mapped(MemberReader),
 }
+
+/// The most shards a dataset keeps open: a fold has at most 65,536 (shard
+/// ids are 16 bits).
+const MAX_OPEN_SHARDS: usize = 1 << 16;
 
 /// An index with its shards (local files, or objects beside a remote
 /// index), as samples.
@@ -221,8 +269,7 @@ impl NativeDataset {
                     if zero_copy && member.as_slice().is_some() {
                         return Ok(Payload::Mapped(member));
                     }
-                    let name = member.name().to_owned();
-                    Ok(Payload::Copied(name, member.into_vec()?))
+                    Ok(Payload::Copied(member))
                 })
                 .collect::<binfmt_taridx::Result<Vec<_>>>()
         })?
@@ -243,7 +290,12 @@ impl NativeDataset {
         let mut key = None;
         for payload in payloads {
             let (name, value) = match payload {
-                Payload::Copied(name, bytes) => (name, PyBytes::new(py, &bytes).into_any()),
+                Payload::Copied(reader) => {
+                    let name = reader.name().to_owned();
+                    let shard = rows.first().map(|row| self.shard_name(row.fid.get()));
+                    let bytes = member_bytes(py, reader, shard.as_deref().unwrap_or_default())?;
+                    (name, bytes.into_any())
+                }
                 Payload::Mapped(reader) => {
                     let name = reader.name().to_owned();
                     let owner = Bound::new(py, MemberBytes { reader })?;
@@ -261,6 +313,37 @@ impl NativeDataset {
         sample.set_item("__index__", index)?;
         Ok(sample)
     }
+}
+
+/// The payload of `reader` (a member of `shard`) as a `bytes` object of
+/// its checked size, allocated by Python (a size memory cannot hold is
+/// `MemoryError` naming the member) and filled with the GIL released.
+fn member_bytes<'py>(
+    py: Python<'py>,
+    mut reader: MemberReader,
+    shard: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let size = reader.size();
+    let name = reader.name().to_owned();
+    let too_big = || {
+        PyMemoryError::new_err(format!(
+            "{shard}: member {name}: its {size} bytes cannot be held in memory"
+        ))
+    };
+    let len = usize::try_from(size)
+        .ok()
+        .filter(|&len| isize::try_from(len).is_ok())
+        .ok_or_else(too_big)?;
+    PyBytes::new_with(py, len, |buf| {
+        remote::detach(py, || reader.read_exact(buf))?.map_err(|error| errors::binfmt(&error))
+    })
+    .map_err(|error| {
+        if error.is_instance_of::<PyMemoryError>(py) {
+            too_big()
+        } else {
+            error
+        }
+    })
 }
 
 /// The extension of a member name as `wids` gives it: everything from the
@@ -289,6 +372,11 @@ impl NativeDataset {
         open_shards: usize,
         map_shards: bool,
     ) -> PyResult<Self> {
+        if !(1..=MAX_OPEN_SHARDS).contains(&open_shards) {
+            return Err(PyValueError::new_err(format!(
+                "open_shards = {open_shards}: need 1 <= open_shards <= {MAX_OPEN_SHARDS}"
+            )));
+        }
         let is_remote = binfmt::is_remote(&index);
         if is_remote && shards.is_some() {
             return Err(PyValueError::new_err(format!(
@@ -296,20 +384,22 @@ impl NativeDataset {
             )));
         }
         let options = DatasetOptions::new()
-            .open_shards(open_shards.max(1))
+            .open_shards(open_shards)
             .map_shards(map_shards);
         let required: Vec<&str> = extensions.iter().map(String::as_str).collect();
         let dataset = remote::detach(py, || -> Result<_, remote::BoxError> {
             let mut dataset = match shards {
                 None if is_remote => binfmt::open_dataset(&index, &remote::open_options())?,
                 _ => {
-                    let source = remote::open_source(&index, true)?;
+                    // Read by offset: its rows are copied once, so a file
+                    // truncated underneath is never touched through a map.
+                    let source = remote::open_source(&index, false)?;
                     let files = ShardFiles::new(shards.unwrap_or_default()).mapped(map_shards);
                     Dataset::new(Index::new(source)?, files, options)?
                 }
             };
             dataset.filter_extensions(&required)?;
-            dataset.enforce_contiguous();
+            dataset.try_enforce_contiguous()?;
             dataset.num_samples()?;
             Ok(dataset)
         })?
@@ -354,15 +444,25 @@ impl NativeDataset {
         key: &str,
         zero_copy: bool,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let by_key = self.by_key.get_or_init(|| {
-            (0..)
-                .map_while(|i| match self.dataset.sample(i) {
-                    Ok(Some(rows)) => Some((i, rows.first().map(Row::key))),
-                    _ => None,
-                })
-                .filter_map(|(i, key)| key.map(|key| (key, i)))
-                .collect()
-        });
+        let by_key = match self.by_key.get() {
+            Some(by_key) => by_key,
+            None => {
+                let count = self.dataset.num_samples().map_err(taridx_error)?;
+                let mut by_key = HashMap::new();
+                by_key.try_reserve(count).map_err(|_| {
+                    PyMemoryError::new_err(format!("the key table of {count} samples"))
+                })?;
+                by_key.extend(
+                    (0..count)
+                        .map_while(|i| match self.dataset.sample(i) {
+                            Ok(Some(rows)) => Some((i, rows.first().map(Row::key))),
+                            _ => None,
+                        })
+                        .filter_map(|(i, key)| key.map(|key| (key, i))),
+                );
+                self.by_key.get_or_init(|| by_key)
+            }
+        };
         let wanted = (
             binfmt_taridx::keyhash(key),
             self.dataset.index().crash_id(key),
@@ -394,12 +494,12 @@ impl NativeDataset {
     /// The shard of each sample's first member (its fid), as an array.
     fn sample_shards<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<u16>>> {
         let count = self.dataset.num_samples().map_err(taridx_error)?;
-        let fids = (0..count)
-            .map(|i| {
-                self.rows(i)
-                    .map(|rows| rows.first().map_or(u16::MAX, |row| row.fid.get()))
-            })
-            .collect::<PyResult<Vec<u16>>>()?;
+        let mut fids: Vec<u16> = binfmt_core::alloc::vec_with_capacity(count, "sample shards")
+            .map_err(|error| PyMemoryError::new_err(error.to_string()))?;
+        for i in 0..count {
+            let rows = self.rows(i)?;
+            fids.push(rows.first().map_or(u16::MAX, |row| row.fid.get()));
+        }
         Ok(fids.into_pyarray(py))
     }
 
@@ -413,105 +513,4 @@ impl NativeDataset {
     fn verify(&self, py: Python<'_>) -> PyResult<u64> {
         remote::detach(py, || self.dataset.verify())?.map_err(taridx_error)
     }
-}
-
-/// SplitMix64: the generator behind [`sample_order`] (and the seeding of
-/// its state), fixed here so orders never change with a dependency.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform number below `bound` (Lemire's multiply-shift with
-    /// rejection: no modulo bias).
-    fn below(&mut self, bound: u64) -> u64 {
-        loop {
-            let product = u128::from(self.next()) * u128::from(bound);
-            let low = product as u64;
-            if low >= bound.wrapping_neg() % bound {
-                return (product >> 64) as u64;
-            }
-        }
-    }
-
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            items.swap(i, j);
-        }
-    }
-}
-
-/// The order of `n` samples for one epoch: shuffled from `(seed, epoch)`
-/// (the same order on every machine and run), optionally by chunks —
-/// `chunks` gives the start of each run of samples to keep together
-/// (shard-local chunks): the chunks' order is shuffled, then the samples
-/// inside each chunk — then split for `rank` of `world_size`: every rank
-/// gets every `world_size`-th sample of the order, the order padded by its
-/// own start (or cut, with `drop_last`) to a multiple of `world_size`.
-#[pyfunction]
-#[pyo3(signature = (n, seed, epoch, shuffle, chunks, rank, world_size, drop_last))]
-#[allow(clippy::too_many_arguments)]
-fn sample_order<'py>(
-    py: Python<'py>,
-    n: usize,
-    seed: u64,
-    epoch: u64,
-    shuffle: bool,
-    chunks: Option<Vec<usize>>,
-    rank: usize,
-    world_size: usize,
-    drop_last: bool,
-) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    if world_size == 0 || rank >= world_size {
-        return Err(PyValueError::new_err(format!(
-            "rank {rank} of world size {world_size}: need 0 <= rank < world_size"
-        )));
-    }
-    let order = py.detach(|| {
-        let mut rng = SplitMix64(seed ^ epoch.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        let mut order: Vec<i64> = (0..n as i64).collect();
-        if shuffle {
-            match &chunks {
-                None => rng.shuffle(&mut order),
-                Some(starts) => {
-                    let mut bounds: Vec<usize> =
-                        starts.iter().copied().filter(|&s| s < n).collect();
-                    bounds.push(0);
-                    bounds.push(n);
-                    bounds.sort_unstable();
-                    bounds.dedup();
-                    let mut pieces: Vec<Vec<i64>> = bounds
-                        .windows(2)
-                        .map(|pair| match pair {
-                            [start, end] => (*start as i64..*end as i64).collect(),
-                            _ => Vec::new(),
-                        })
-                        .collect();
-                    rng.shuffle(&mut pieces);
-                    for piece in &mut pieces {
-                        rng.shuffle(piece);
-                    }
-                    order = pieces.concat();
-                }
-            }
-        }
-        let total = if drop_last {
-            n - n % world_size
-        } else {
-            n.div_ceil(world_size) * world_size
-        };
-        (0..total)
-            .skip(rank)
-            .step_by(world_size)
-            .filter_map(|i| order.get(i % n.max(1)).copied())
-            .collect::<Vec<i64>>()
-    });
-    Ok(order.into_pyarray(py))
 }

@@ -13,11 +13,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use binfmt_core::{ByteSource, Source};
+use binfmt_core::{ByteSource, Source, SourceExt, alloc};
+use zerocopy::{FromZeros, IntoBytes};
 
 use crate::build::{fold_index_path, fold_shards};
 use crate::error::{Result, TaridxError};
-use crate::format::Row;
+use crate::format::{ROW_SIZE, Row};
 use crate::index::{Index, rows_contiguous};
 use crate::keys::keyhash;
 use crate::member::{MemberInfo, MemberReader};
@@ -153,6 +154,22 @@ impl Dataset<ByteSource> {
     }
 }
 
+/// The index's rows read into a buffer reserved by their count (a failed
+/// reservation is [`binfmt_core::Error::OutOfMemory`], not an abort) and
+/// filled by one read of the row region (the end of the file: opening
+/// checked that it holds exactly `n_rows` rows).
+fn read_rows<S: Source>(index: &Index<S>) -> Result<Vec<Row>> {
+    let count = usize::try_from(index.num_rows()).unwrap_or(usize::MAX);
+    let mut rows: Vec<Row> = alloc::vec_with_capacity(count, "taridx rows")?;
+    rows.resize(count, Row::new_zeroed());
+    let region = index.num_rows().saturating_mul(u64::from(ROW_SIZE));
+    let offset = index.source().len().saturating_sub(region);
+    index
+        .source()
+        .fill_at(offset, rows.as_mut_bytes(), "taridx rows")?;
+    Ok(rows)
+}
+
 impl<S: Source> Dataset<S> {
     /// A dataset over an opened index and any set of shards. Rows are viewed
     /// in place when the index is in memory, read once otherwise.
@@ -166,15 +183,18 @@ impl<S: Source> Dataset<S> {
             None => {
                 // Read once: the sorted view the member checks need is
                 // built from this read, not a second one.
-                let rows = index.rows()?.into_owned();
+                let rows = read_rows(&index)?;
                 index.seed_places(&rows)?;
                 Some(rows)
             }
         };
         let contiguous = index.is_contiguous();
+        // The cache reserves room for `open_shards` entries up front: never
+        // more than there are shards to open.
+        let open_shards = options.open_shards.min(shards.count()).max(1);
         Ok(Self {
             index,
-            shards: OpenShards::new(Box::new(shards), options.open_shards),
+            shards: OpenShards::new(Box::new(shards), open_shards),
             view,
             contiguous,
             sample_starts: OnceLock::new(),
@@ -226,13 +246,31 @@ impl<S: Source> Dataset<S> {
 
     /// Reorders the rows so that each sample is one run: a stable sort by
     /// `(keyhash, crashid)`, as the reference's `enforce_contiguous` does.
+    /// When the memory for the reordering cannot be had, the rows stay as
+    /// they are (sample access then reports [`TaridxError::NotContiguous`]);
+    /// [`Dataset::try_enforce_contiguous`] reports it instead.
     pub fn enforce_contiguous(&mut self) {
+        let _ = self.try_enforce_contiguous();
+    }
+
+    /// [`Dataset::enforce_contiguous`], failing with
+    /// [`binfmt_core::Error::OutOfMemory`] when the reordered rows (and the
+    /// order, 8 bytes a row) do not fit in memory.
+    pub fn try_enforce_contiguous(&mut self) -> Result<()> {
         if self.contiguous {
-            return;
+            return Ok(());
         }
-        let mut rows = self.rows().to_vec();
-        rows.sort_by_key(Row::key);
-        self.set_view(rows, true);
+        let rows = self.rows();
+        // A stable sort by key: positions sorted by (key, position), so no
+        // allocation is left to the sort itself.
+        let mut order: Vec<usize> = alloc::vec_with_capacity(rows.len(), "taridx row order")?;
+        order.extend(0..rows.len());
+        order.sort_unstable_by_key(|&i| (rows.get(i).map(Row::key), i));
+        let mut sorted: Vec<Row> = alloc::vec_with_capacity(rows.len(), "taridx rows")?;
+        sorted.extend(order.iter().filter_map(|&i| rows.get(i).copied()));
+        drop(order);
+        self.set_view(sorted, true);
+        Ok(())
     }
 
     /// The number of samples (distinct `(keyhash, crashid)` keys). Needs
@@ -256,12 +294,18 @@ impl<S: Source> Dataset<S> {
         if !self.contiguous {
             return Err(TaridxError::NotContiguous);
         }
-        Ok(self.sample_starts.get_or_init(|| {
-            let rows = self.rows();
-            (0..rows.len())
-                .filter(|&i| i == 0 || rows.get(i - 1).map(Row::key) != rows.get(i).map(Row::key))
-                .collect()
-        }))
+        if let Some(starts) = self.sample_starts.get() {
+            return Ok(starts);
+        }
+        let rows = self.rows();
+        let is_start =
+            |&i: &usize| i == 0 || rows.get(i - 1).map(Row::key) != rows.get(i).map(Row::key);
+        // Counted first: the table is reserved by what the rows hold, and
+        // a failed reservation is an error, not an abort.
+        let count = (0..rows.len()).filter(is_start).count();
+        let mut starts: Vec<usize> = alloc::vec_with_capacity(count, "taridx sample starts")?;
+        starts.extend((0..rows.len()).filter(is_start));
+        Ok(self.sample_starts.get_or_init(|| starts))
     }
 
     /// The rows of sample `key` (a glzn stem, or a WebDataset key for

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import os
+import typing
 from typing import BinaryIO, Iterator, NamedTuple, Optional, Union
 
 from . import _binfmt
@@ -46,6 +47,34 @@ StrPath = Union[str, "os.PathLike[str]"]
 
 #: The formats :func:`convert` writes.
 FORMATS = ("taridx", "arcx", "par4", "kast")
+
+#: Native objects a forked child replaced: kept, never dropped there, since
+#: their I/O runtime and connections are the parent's (dropping them could
+#: block on a lock another thread of the parent held at the fork).
+_FORKED_AWAY: list = []
+
+
+class _PerProcess:
+    """A native object (``open()``'s result) that a forked child opens
+    again on first use instead of sharing the parent's: a remote reader's
+    runtime and connection pool belong to the process that built them, and
+    a child reading through them could hang or receive another process's
+    response."""
+
+    __slots__ = ("_open", "_pid", "_native")
+
+    def __init__(self, open: "typing.Callable[[], typing.Any]") -> None:
+        self._open = open
+        self._native = open()
+        self._pid = os.getpid()
+
+    def get(self) -> "typing.Any":
+        pid = os.getpid()
+        if pid != self._pid:
+            _FORKED_AWAY.append(self._native)
+            self._native = self._open()
+            self._pid = pid
+        return self._native
 
 
 class Entry(NamedTuple):
@@ -98,7 +127,12 @@ class Entries:
     """
 
     def __init__(self, path: StrPath) -> None:
-        self._native = _binfmt.open_entries(os.fspath(path))
+        location = os.fspath(path)
+        self._handle = _PerProcess(lambda: _binfmt.open_entries(location))
+
+    @property
+    def _native(self) -> "typing.Any":
+        return self._handle.get()
 
     @property
     def format(self) -> str:

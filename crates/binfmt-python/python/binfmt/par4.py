@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Iterator, Optional, TextIO, Union
 
-from . import BinfmtError, _binfmt
+from . import BinfmtError, _binfmt, _PerProcess
 
 __all__ = ["BinfmtError", "File", "LazyMap", "open"]
 
@@ -33,14 +33,14 @@ class LazyMap(Mapping):
     to ``bytes``. Made by :meth:`File.map`, which reads every key and value
     length (no value); ``m[key]`` reads one value."""
 
-    def __init__(self, native: _binfmt._NativePar4) -> None:
-        self._native = native
-        self._lens: dict[str, int] = dict(native.map_lens())
+    def __init__(self, file: "File") -> None:
+        self._file = file
+        self._lens: dict[str, int] = dict(file._native.map_lens())
 
     def __getitem__(self, key: str) -> bytes:
         if not isinstance(key, str) or key not in self._lens:
             raise KeyError(key)
-        value = self._native.map_get(key)
+        value = self._file._native.map_get(key)
         if value is None:
             raise KeyError(key)
         return value
@@ -71,7 +71,12 @@ class File:
 
     def __init__(self, path: StrPath) -> None:
         self.path = os.fspath(path)
-        self._native = _binfmt._NativePar4(self.path)
+        location = self.path
+        self._handle = _PerProcess(lambda: _binfmt._NativePar4(location))
+
+    @property
+    def _native(self) -> _binfmt._NativePar4:
+        return self._handle.get()
 
     @property
     def file_size(self) -> int:
@@ -102,7 +107,7 @@ class File:
     def map(self) -> LazyMap:
         """The root as a ``HashMap<String, Vec<u8>>``; raises
         ``binfmt.BinfmtError`` when the root is not such a map."""
-        return LazyMap(self._native)
+        return LazyMap(self)
 
     def __enter__(self) -> "File":
         return self

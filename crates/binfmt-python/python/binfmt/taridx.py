@@ -33,16 +33,35 @@ rows point into), and each sample is fetched with one range request::
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-from . import BinfmtError, _binfmt
+from . import _FORKED_AWAY, BinfmtError, _binfmt, _PerProcess
 
 __all__ = ["BinfmtError", "Dataset", "Index", "ROW_DTYPE", "Sampler", "index", "index_fold"]
 
 StrPath = Union[str, "os.PathLike[str]"]
+
+#: The most shards a dataset keeps open: a fold has at most 65,536 (shard
+#: ids are 16 bits).
+MAX_OPEN_SHARDS = 1 << 16
+
+
+def _integer(name: str, value: Any, low: int, high: int) -> int:
+    """``value`` as an ``int`` (``operator.index``: no float, string or
+    bool), checked to lie in ``[low, high]``; the errors name ``name``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
+    if not low <= number <= high:
+        raise ValueError(f"{name} = {number}: need {low} <= {name} <= {high}")
+    return number
 
 
 def index(
@@ -97,13 +116,22 @@ class Index:
     rows.
 
     ``rows`` is a read-only numpy structured array (:data:`ROW_DTYPE`) of
-    the mapped index itself, made without a copy (of a URL: the rows
-    fetched, in memory the array owns).
+    the index file mapped when ``rows`` is read, made without a copy (of a
+    URL: the rows fetched, in memory the array owns). Like any view of a
+    map, reading that array after the file is truncated raises SIGBUS and
+    kills the process: copy it (``rows.copy()``) to keep it safe. Every
+    other call reads the file by offset, so a file changed underneath
+    makes it raise, never die.
     """
 
     def __init__(self, path: StrPath) -> None:
         self.path = os.fspath(path)
-        self._native = _binfmt._NativeIndex(self.path)
+        location = self.path
+        self._handle = _PerProcess(lambda: _binfmt._NativeIndex(location))
+
+    @property
+    def _native(self) -> _binfmt._NativeIndex:
+        return self._handle.get()
 
     @property
     def version(self) -> tuple[int, int]:
@@ -196,6 +224,19 @@ class Dataset:
     with ``zero_copy=True`` and mapped shards, a read-only ``memoryview`` of
     the shard's map (no copy; it keeps the map alive). Every member's tar
     header is checked against the index before its bytes are returned.
+    ``i`` is an integer (``operator.index``: ``ds["3"]``, ``ds[1.5]`` and
+    ``ds[b"3"]`` are ``TypeError``); a sample is looked up by key with
+    :meth:`get`.
+
+    ``open_shards`` is between 1 and 65,536. The index is read by offset
+    (its rows copied once) and, unless ``zero_copy=True``, so are the
+    shards: a file truncated or changed underneath makes ``ds[i]`` raise,
+    never kills the process. Only ``zero_copy`` samples touch the shards'
+    maps: reading them (or building them) after a shard is truncated
+    raises SIGBUS, as any map does. A member too large for memory is
+    ``MemoryError`` naming it. A dataset used in a forked child (a
+    DataLoader worker) opens its own readers there on first use: a remote
+    dataset never shares its connections with the parent.
 
     Raises ``IndexError`` past the end, ``binfmt.BinfmtError`` for a bad
     index or shard, ``OSError`` for I/O.
@@ -224,10 +265,11 @@ class Dataset:
         else:
             self._shards = _fold_shards(self._index)
         self._extensions = [ext.lstrip(".") for ext in extensions or []]
-        self._open_shards = open_shards
-        self._map_shards = map_shards
-        self._zero_copy = zero_copy
+        self._open_shards = _integer("open_shards", open_shards, 1, MAX_OPEN_SHARDS)
+        self._map_shards = bool(map_shards)
+        self._zero_copy = bool(zero_copy)
         self._native: Optional[_binfmt._NativeDataset] = None
+        self._pid = os.getpid()
         self._length = len(self._dataset())
 
     @classmethod
@@ -238,26 +280,40 @@ class Dataset:
     def _dataset(self) -> _binfmt._NativeDataset:
         # Opened lazily: a dataset unpickled in a worker opens its index
         # there, on first use.
+        # A forked child opens its own: the parent's remote readers (their
+        # runtime, their connections) are never used from another process.
+        pid = os.getpid()
+        if self._native is not None and self._pid != pid:
+            _FORKED_AWAY.append(self._native)
+            self._native = None
         if self._native is None:
             self._native = _binfmt._NativeDataset(
                 self._index,
                 self._shards,
                 self._extensions,
                 self._open_shards,
-                self._map_shards,
+                # Shards are mapped only for zero-copy views: every other
+                # read is by offset, so a truncated shard is an error.
+                self._map_shards and self._zero_copy,
             )
+            self._pid = pid
         return self._native
 
     def __len__(self) -> int:
         return self._length
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        index = int(index)
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
+        if isinstance(index, (str, bytes)):
+            raise TypeError(
+                f"sample positions are integers, not {type(index).__name__}: "
+                "look a key up with ds.get(key)"
+            )
+        position = _integer("sample position", index, -(2**63), 2**63 - 1)
+        if position < 0:
+            position += self._length
+        if not 0 <= position < self._length:
             raise IndexError(f"sample {index} out of range (the dataset has {self._length})")
-        return self._dataset().sample(index, self._zero_copy)
+        return self._dataset().sample(position, self._zero_copy)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for i in range(self._length):
@@ -266,6 +322,8 @@ class Dataset:
     def get(self, key: str) -> Optional[dict[str, Any]]:
         """The sample whose key is ``key`` (as the index's key rule makes
         keys), or None."""
+        if not isinstance(key, str):
+            raise TypeError(f"keys are str, not {type(key).__name__}")
         return self._dataset().lookup(key, self._zero_copy)
 
     def filter_extensions(self, extensions: Sequence[str]) -> "Dataset":
@@ -313,15 +371,50 @@ class Dataset:
         return self._dataset().verify()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_native"] = None
-        return state
+        return {name: getattr(self, name) for name in _STATE}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        # A pickle is input: every field is checked, then the index is
+        # opened and must give the length the state claims.
+        if not isinstance(state, dict) or set(state) != set(_STATE):
+            fields = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"a Dataset's state has the fields {sorted(_STATE)}, not {fields}")
+        index, shards = state["_index"], state["_shards"]
+        extensions = state["_extensions"]
+        if not isinstance(index, str):
+            raise TypeError("_index must be a str")
+        if shards is not None and not (
+            isinstance(shards, list) and all(isinstance(shard, str) for shard in shards)
+        ):
+            raise TypeError("_shards must be None or a list of str")
+        if not (isinstance(extensions, list) and all(isinstance(ext, str) for ext in extensions)):
+            raise TypeError("_extensions must be a list of str")
+        for flag in ("_map_shards", "_zero_copy"):
+            if not isinstance(state[flag], bool):
+                raise TypeError(f"{flag} must be a bool")
+        if _is_url(index) and shards is not None:
+            raise ValueError("a remote index's shards are the fold's objects beside it")
+        self._index = index
+        self._shards = shards
+        self._extensions = list(extensions)
+        self._open_shards = _integer("open_shards", state["_open_shards"], 1, MAX_OPEN_SHARDS)
+        self._map_shards = state["_map_shards"]
+        self._zero_copy = state["_zero_copy"]
+        length = _integer("_length", state["_length"], 0, 2**63 - 1)
+        self._native = None
+        self._pid = os.getpid()
+        self._length = len(self._dataset())
+        if length != self._length:
+            raise ValueError(
+                f"the pickled dataset had {length} samples; {index} gives {self._length} now"
+            )
 
     def __repr__(self) -> str:
         return f"<binfmt.taridx.Dataset {self._index!r}: {self._length} samples, {len(self.shards)} shards>"
+
+
+#: What a pickled dataset holds: its arguments and its length.
+_STATE = ("_index", "_shards", "_extensions", "_open_shards", "_map_shards", "_zero_copy", "_length")
 
 
 class Sampler:
@@ -338,6 +431,12 @@ class Sampler:
     samples of one shard: the chunks' order is shuffled, then the samples
     in each chunk, as wids' chunked sampler does, so reads stay shard-local.
     Usable as a PyTorch sampler (``__iter__``, ``__len__``, ``set_epoch``).
+
+    Every integer is checked: the length is below 2**63 (orders are int64
+    arrays), ``seed`` and epochs are below 2**64. An order is computed per
+    call: without shuffling, only this rank's share; shuffled, the whole
+    epoch's order is held while it is made (8 bytes a sample), and a
+    length memory cannot hold is ``MemoryError``.
     """
 
     def __init__(
@@ -351,33 +450,28 @@ class Sampler:
         chunk_size: Optional[int] = None,
         drop_last: bool = False,
     ) -> None:
-        self.length = dataset if isinstance(dataset, int) else len(dataset)
-        if not 0 <= rank < world_size:
+        length = len(dataset) if isinstance(dataset, Dataset) else dataset
+        self.length = _integer("length", length, 0, 2**63 - 1)
+        self.world_size = _integer("world_size", world_size, 1, 2**63 - 1)
+        self.rank = _integer("rank", rank, 0, 2**63 - 1)
+        if not self.rank < self.world_size:
             raise ValueError(f"rank {rank} of world size {world_size}: need 0 <= rank < world_size")
-        self.shuffle = shuffle
-        self.seed = seed
-        self.rank = rank
-        self.world_size = world_size
-        self.drop_last = drop_last
+        self.shuffle = bool(shuffle)
+        self.seed = _integer("seed", seed, 0, 2**64 - 1)
+        self.drop_last = bool(drop_last)
         self.epoch = 0
-        self._chunks: Optional[list[int]] = None
+        self._chunk_size: Optional[int] = None
+        self._shard_starts: Optional[list[int]] = None
         if chunk_size is not None:
-            if chunk_size < 1:
-                raise ValueError("chunk_size must be at least 1")
-            starts = set(range(0, self.length, chunk_size))
+            self._chunk_size = _integer("chunk_size", chunk_size, 1, 2**63 - 1)
             if isinstance(dataset, Dataset):
                 fids = dataset.sample_shards()
-                shard_starts = np.flatnonzero(np.diff(fids.astype(np.int64))) + 1
                 # Chunks never cross a shard boundary: they restart at each.
-                starts = set()
-                bounds = [0, *shard_starts.tolist(), self.length]
-                for start, end in zip(bounds, bounds[1:]):
-                    starts.update(range(start, end, chunk_size))
-            self._chunks = sorted(starts)
+                self._shard_starts = (np.flatnonzero(np.diff(fids.astype(np.int64))) + 1).tolist()
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch whose order :meth:`__iter__` gives next."""
-        self.epoch = epoch
+        self.epoch = _integer("epoch", epoch, 0, 2**64 - 1)
 
     def order(self, epoch: Optional[int] = None) -> np.ndarray:
         """This rank's sample indices for ``epoch`` (the current one by
@@ -385,9 +479,10 @@ class Sampler:
         return _binfmt.sample_order(
             self.length,
             self.seed,
-            self.epoch if epoch is None else epoch,
+            self.epoch if epoch is None else _integer("epoch", epoch, 0, 2**64 - 1),
             self.shuffle,
-            self._chunks,
+            self._chunk_size,
+            self._shard_starts,
             self.rank,
             self.world_size,
             self.drop_last,
