@@ -653,7 +653,7 @@ fn index_output_through_a_link_to_a_shard_is_refused() {
         let output = binfmt(&["taridx", "index", arg(&shard), "-o", arg(out)]);
         assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
         assert!(
-            text(&output.stderr).contains("over the input"),
+            text(&output.stderr).contains("binfmt never writes its output over what it reads"),
             "{}",
             text(&output.stderr)
         );
