@@ -79,6 +79,11 @@ fn a_misconfigured_environment_is_one_line_naming_the_variable_never_its_value()
         ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "SECRETVALUE"),
         ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "SECRETVALUE"),
         ("AWS_PROXY_URL", "SECRETVALUE"),
+        // Values object_store's builder parses, and whose error repeats them.
+        ("AWS_TIMEOUT", "SECRETVALUE"),
+        ("AWS_SKIP_SIGNATURE", "SECRETVALUE"),
+        ("AWS_CHECKSUM_ALGORITHM", "SECRETVALUE"),
+        ("AWS_SERVER_SIDE_ENCRYPTION", "SECRETVALUE"),
     ];
     let long = format!("http://127.0.0.1:9/{}", "a".repeat(70_000));
     let all = cases

@@ -277,7 +277,14 @@ impl Family {
                         builder = builder.with_config(key, format!("{}ms", value.as_millis()));
                     }
                 }
-                Arc::new(builder.build().map_err(|error| setup(describe(&error)))?)
+                let store = builder.build().map_err(|error| {
+                    setup(crate::env::explain_build_error(
+                        &describe(&error),
+                        std::env::vars_os(),
+                        &options.s3_settings,
+                    ))
+                })?;
+                Arc::new(store)
             }
         };
         let disk = match &options.cache_dir {

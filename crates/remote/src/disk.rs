@@ -137,7 +137,9 @@ fn proven(dir: &Path, name: &str, start: u64, len: u64) -> bool {
         return false;
     };
     let mut head = [0; HEADER as usize];
-    file_len == HEADER + len && file.read_exact(&mut head).is_ok() && is_ours(&head, start, len)
+    file_len == HEADER.saturating_add(len)
+        && file.read_exact(&mut head).is_ok()
+        && is_ours(&head, start, len)
 }
 
 fn cache_dir_error(path: &Path, error: binfmt_core::Error) -> RemoteError {
@@ -174,7 +176,8 @@ impl DiskCache {
                 continue;
             };
             let fits = start.checked_add(len).is_some_and(|end| end <= size);
-            if fits && len > 0 && len <= self.limit && metadata.len() == HEADER + len {
+            if fits && len > 0 && len <= self.limit && metadata.len() == HEADER.saturating_add(len)
+            {
                 ranges.insert(start, len);
             }
         }
@@ -189,7 +192,7 @@ impl DiskCache {
     fn grew(&self, added: u64) {
         let mut used = lock(&self.used);
         let total = match *used {
-            Some(total) => total + added,
+            Some(total) => total.saturating_add(added),
             None => self.files().iter().map(|file| file.3).sum(),
         };
         *used = Some(total);
@@ -329,7 +332,7 @@ impl DiskObject {
         if file.read_exact(&mut head).is_err() || !is_ours(&head, start, len) {
             return None;
         }
-        let bytes = (file_len == HEADER + len)
+        let bytes = (file_len == HEADER.saturating_add(len))
             .then(|| read_checked(&mut file, len, &head))
             .flatten();
         match bytes {
@@ -349,7 +352,7 @@ impl DiskObject {
     /// requests.
     pub fn write(&self, cache: &DiskCache, start: u64, bytes: &Bytes) {
         let end = start + bytes.len() as u64;
-        if bytes.is_empty() || bytes.len() as u64 + HEADER > cache.limit {
+        if bytes.is_empty() || (bytes.len() as u64).saturating_add(HEADER) > cache.limit {
             return;
         }
         let mut pieces: Vec<Range<u64>> = std::iter::once(start..end).collect();
@@ -372,7 +375,7 @@ impl DiskObject {
             };
             if self.write_file(piece.start, data).is_ok() {
                 lock(&self.ranges).insert(piece.start, data.len() as u64);
-                added += data.len() as u64 + HEADER;
+                added += (data.len() as u64).saturating_add(HEADER);
             }
         }
         if added > 0 {
@@ -503,6 +506,11 @@ mod tests {
         std::os::unix::fs::symlink(&victim, root.join("0".repeat(32))).unwrap();
         std::os::unix::fs::symlink(victim.join("0-10"), root.join("1".repeat(32))).unwrap();
         let object = cache.object("http://h/x", "\"e\"", 1000).unwrap();
+        // Names that would overflow: ignored, never a panic.
+        let huge = format!("{0}-{0}", u64::MAX);
+        fs::write(object.dir.join(&huge), b"x").unwrap();
+        fs::write(object.dir.join(format!("0-{}", u64::MAX - 10)), b"x").unwrap();
+        assert!(cache.object("http://h/x", "\"e\"", u64::MAX).is_some());
         for start in 0..10 {
             object.write(&cache, start * 50, &Bytes::from(vec![2; 50]));
         }

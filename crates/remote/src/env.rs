@@ -142,6 +142,42 @@ pub(crate) fn check_s3(
     Ok(())
 }
 
+/// The message for a failure of object_store's builder (a value it could
+/// not parse: `AWS_TIMEOUT=soon`), whose text repeats the value: the
+/// setting whose value the text holds is named instead, and the text left
+/// out. Text that holds no setting's value is kept.
+pub(crate) fn explain_build_error(
+    text: &str,
+    environment: impl IntoIterator<Item = (OsString, OsString)>,
+    settings: &[(String, String)],
+) -> String {
+    let mut candidates: Vec<(String, String)> = environment
+        .into_iter()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| {
+            name.starts_with("AWS_")
+                && name
+                    .to_ascii_lowercase()
+                    .parse::<AmazonS3ConfigKey>()
+                    .is_ok()
+        })
+        .collect();
+    candidates.sort();
+    // Settings take precedence over the environment: looked at first.
+    let all: Vec<(String, String)> = settings.iter().cloned().chain(candidates).collect();
+    let quoted = all
+        .iter()
+        .find(|(_, value)| !value.is_empty() && text.contains(&format!("{value:?}")));
+    let bare = || {
+        all.iter()
+            .find(|(_, value)| value.len() >= 4 && text.contains(value.as_str()))
+    };
+    match quoted.or_else(bare) {
+        Some((name, _)) => message(name, "is not a value object_store accepts"),
+        None => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +236,25 @@ mod tests {
         }
         let long = format!("http://h/{}", "a".repeat(70_000));
         assert!(check_s3(env(&[("AWS_ENDPOINT_URL", &long)]), &[]).is_err());
+    }
+
+    #[test]
+    fn a_value_the_builder_refuses_is_named_not_shown() {
+        let environment = env(&[("AWS_TIMEOUT", "soon-secret"), ("AWS_REGION", "eu-west-1")]);
+        let text = r#"Generic Config error: failed to parse "soon-secret" as Duration"#;
+        let message = explain_build_error(text, environment.clone(), &[]);
+        assert!(
+            message.contains("AWS_TIMEOUT") && !message.contains("secret"),
+            "{message}"
+        );
+        let text = "Invalid encryption type: sse-secret. Valid values are ...";
+        let settings = [(
+            "AWS_SERVER_SIDE_ENCRYPTION".to_owned(),
+            "sse-secret".to_owned(),
+        )];
+        let message = explain_build_error(text, environment.clone(), &settings);
+        assert!(message.contains("AWS_SERVER_SIDE_ENCRYPTION") && !message.contains("secret"));
+        assert_eq!(explain_build_error("other", environment, &[]), "other");
     }
 
     #[cfg(unix)]
