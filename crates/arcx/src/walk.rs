@@ -4,9 +4,11 @@
 //! Entries are sorted component by component (`a/b` before `a.txt`).
 //! Regular files keep their permission bits and modification time;
 //! symlinks are stored as symlinks (their target as the entry's bytes),
-//! never followed; empty directories are stored as directory entries. The
-//! archive being written is skipped, as tar does, when it lies inside the
-//! tree. Names that are not UTF-8 or hold a backslash, and special files
+//! never followed; empty directories are stored as directory entries. An
+//! existing file at the destination that is also a file of the tree (the
+//! same device and inode: a previous archive inside it, or a hard link to
+//! one of its files) is an input: the pack is refused rather than write
+//! over it (binfmt's output gate; tar would skip it). Names that are not UTF-8 or hold a backslash, and special files
 //! (FIFOs, devices, sockets), are skipped and reported; so are symlinks
 //! and empty directories in the arcx-cli dialect, which `arcx` 0.3.0
 //! would extract as regular files.
@@ -23,6 +25,9 @@ use crate::manifest::{Attributes, FileKind};
 use crate::writer::{
     NO_CLI_DIRECTORY, NO_CLI_SYMLINK, PackOptions, PackSummary, Packer, SmallFile, read_small,
 };
+
+/// Why a walk set aside the existing file at the destination.
+const DESTINATION_IN_TREE: &str = "the destination, a file of the tree";
 
 /// Something a directory walk did not store, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,9 +204,11 @@ fn walk_entry(prefix: &str, entry: &fs::DirEntry, skip: Option<&fs::Metadata>) -
             why: "not a regular file, directory or symlink",
         })
     } else if skip.is_some_and(|skip| same_file(skip, &metadata)) {
+        // The destination is one of the files packed: the output gate
+        // refuses it (pack_dir), never writing over what it reads.
         Item::Skipped(Skipped {
             path,
-            why: "the archive being written",
+            why: DESTINATION_IN_TREE,
         })
     } else {
         Item::Found(Found {
@@ -266,6 +273,13 @@ pub fn pack_dir(
         Some(pool) => pool.install(|| walk(dir, existing.as_ref())),
         None => walk(dir, existing.as_ref()),
     }?;
+    if let Some(input) = walk.skipped.iter().find(|s| s.why == DESTINATION_IN_TREE) {
+        return Err(binfmt_core::Error::OutputIsInput {
+            output: destination.to_owned(),
+            input: input.path.clone(),
+        }
+        .into());
+    }
     if options.dialect == Dialect::ArcxCli {
         walk.regular_files_only();
     }

@@ -1,7 +1,8 @@
 //! Rust errors as Python exceptions.
 //!
 //! Every exception carries the Rust error's message (what is wrong, in which
-//! file, where). The class says what kind of failure it is:
+//! file, where), through the printer gate (`binfmt_core::print::line`:
+//! control and bidi characters escaped, URL userinfo and secrets redacted). The class says what kind of failure it is:
 //!
 //! | failure | exception |
 //! |---|---|
@@ -99,7 +100,9 @@ impl Family {
 
 /// A kastore error as a Python exception.
 pub(crate) fn kast(error: KastError) -> PyErr {
-    let message = error.to_string();
+    // The printer gate: a message is shown to a person (a traceback), so it
+    // carries no raw control character and no secret, whatever its origin.
+    let message = binfmt_core::print::line(&error);
     match error {
         KastError::Empty => PyEOFError::new_err(message),
         KastError::VersionTooOld { .. } => VersionTooOldError::new_err(message),
@@ -116,7 +119,7 @@ pub(crate) fn kast(error: KastError) -> PyErr {
 
 /// Any other error of the workspace as a Python exception.
 pub(crate) fn binfmt(error: &(dyn StdError + 'static)) -> PyErr {
-    classify(error, error.to_string(), Family::Binfmt)
+    classify(error, binfmt_core::print::line(error), Family::Binfmt)
 }
 
 /// Walks `error`'s chain of causes for what decides the exception class

@@ -156,12 +156,6 @@ pub fn convert_with_progress(
     progress: &dyn Fn(u64, u64),
 ) -> Result<ConvertSummary> {
     let (input, output) = (input.as_ref(), output.as_ref());
-    if binfmt_core::atomic::same_file(input, output) {
-        return Err(Error::Unsupported {
-            file: output.display().to_string(),
-            why: "is the input: a conversion never writes over what it reads".into(),
-        });
-    }
     let opened = open(input)?;
     convert_source(opened.as_ref(), output, to, options, progress)
 }
@@ -175,6 +169,11 @@ pub fn convert_source(
     progress: &dyn Fn(u64, u64),
 ) -> Result<ConvertSummary> {
     let output = output.as_ref();
+    // The output gate: never over the file read, nor (a TARIDX fold) over
+    // one of its shards; by device and inode.
+    binfmt_core::Inputs::new(&source.inputs())
+        .check(output)
+        .in_file(source.file())?;
     let listed = source.list()?;
     check_names_carry(source.file(), &listed)?;
     let (entries, skipped): (Vec<Entry>, Vec<Entry>) =
@@ -725,13 +724,16 @@ fn to_taridx(
             },
         }
     };
-    let mut writer = binfmt_taridx::SampleWriter::create(
+    // Every shard written goes through the output gate with the source's
+    // files as inputs.
+    let mut writer = binfmt_taridx::SampleWriter::create_over(
         &dir,
         fold,
         binfmt_taridx::SampleWriterOptions::new()
             .max_bytes(options.shard_size)
             .max_samples(options.shard_samples)
             .key_rule(rule),
+        binfmt_core::Inputs::new(&input.source.inputs()),
     )
     .in_file(&file)?;
     // A sample: consecutive entries with one key, never split across shards.

@@ -43,8 +43,8 @@ impl From<DialectArg> for Dialect {
 ///
 /// Entries are taken in sorted order with their permission bits and
 /// modification times; symlinks are stored as symlinks (never followed),
-/// empty directories as directories, and the archive being written is
-/// skipped when it lies inside DIR. FIFOs, devices and sockets are skipped
+/// empty directories as directories. An -o naming a file inside DIR that
+/// exists is refused (it would replace a file being packed). FIFOs, devices and sockets are skipped
 /// and named on stderr; so are symlinks and empty directories with
 /// --dialect arcx-cli (arcx 0.3.0 would extract them as regular files). Small files share blocks; large files are streamed
 /// in chunks, so memory stays bounded. The archive is the same for any
