@@ -9,9 +9,9 @@ use std::process::Command;
 
 /// Each target and the fixture file names that seed it.
 /// Structure-aware targets (`taridx_structured`, `arcx_manifest`, `par4_graph`, `kast_items`,
-/// `remote_cache`)
+/// `remote_cache`, `dali_idx`, `ratarmount_import`)
 /// take no file seeds: their input is the structure's `arbitrary` encoding.
-const TARGETS: [(&str, &[&str]); 13] = [
+const TARGETS: [(&str, &[&str]); 16] = [
     ("taridx_index", &["taridx"]),
     ("tar_shard", &["tar"]),
     ("taridx_structured", &[]),
@@ -25,6 +25,9 @@ const TARGETS: [(&str, &[&str]); 13] = [
     ("npy_header", &["npy"]),
     ("remote_url", &[]),
     ("remote_cache", &[]),
+    ("wids_list", &["json"]),
+    ("dali_idx", &[]),
+    ("ratarmount_import", &[]),
 ];
 
 /// Every file under `dir` whose extension is one of `extensions`.

@@ -60,9 +60,11 @@ NOT_FILE_ENTRY_POINTS = {
     "binfmt.kastore.loads", "binfmt.kastore.dumps", "binfmt.kastore.get_include",
 }
 
-# kastore.load follows the reference package, which reads streams: a file
-# object over a pipe is loaded as the reference loads it. A *path* naming a
-# FIFO is still refused (see test_special_files_are_refused).
+# The kastore compatibility facade follows the reference package, whose
+# own tests load a store from a FIFO *path* a writer thread fills
+# (test_kastore.py::test_fifo_path): for these two a FIFO is a stream by
+# design (spec/gates.md), and only the /dev/zero class applies.
+FIFO_BY_DESIGN = {"binfmt.kastore.load", "binfmt.kastore.dump"}
 MODULES = [binfmt, binfmt.arcx, binfmt.par4, binfmt.taridx, binfmt.kastore]
 
 
@@ -169,6 +171,8 @@ def test_valid_input_works(name, tmp_path):
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_special_files_are_refused(name, special, tmp_path):
     kind, _, _ = TABLE[name]
+    if special == "fifo" and name in FIFO_BY_DESIGN:
+        pytest.skip("the kastore facade reads a FIFO path as a stream, as the reference does")
     path = make_input(kind, tmp_path, "fold" if kind == "taridx" else "special")
     target = path / "000009.json" if path.is_dir() else path
     if target.exists():

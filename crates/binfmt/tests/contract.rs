@@ -678,7 +678,8 @@ fn outputs_never_replace_inputs() {
             let out = match how {
                 "same path" => victim.clone(),
                 _ => {
-                    let link = case.root().join("link-to-input");
+                    let extension = case.out(row).extension().unwrap().to_owned();
+                    let link = case.root().join("link-to-input").with_extension(extension);
                     std::fs::hard_link(&victim, &link).unwrap();
                     link
                 }

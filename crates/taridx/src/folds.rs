@@ -91,9 +91,22 @@ pub fn discover(root: impl AsRef<Path>) -> Result<Vec<Fold>> {
 impl Fold {
     /// Whether the fold's index is there, and fresh.
     pub fn state(&self) -> Result<FoldState> {
-        let Ok(index_meta) = std::fs::metadata(&self.index) else {
+        if std::fs::metadata(&self.index).is_err() {
             return Ok(FoldState::Missing);
+        }
+        // Through the input gate first (a FIFO or a device is named, never
+        // read), and read by offset, not mapped: an index cut short
+        // underneath is an error here, never SIGBUS. Its time comes from
+        // the descriptor, so it is the file's that is read.
+        let source = match binfmt_core::FileSource::open(&self.index) {
+            Ok(source) => source,
+            Err(error) => {
+                return Ok(FoldState::Stale(format!(
+                    "the index does not open: {error}"
+                )));
+            }
         };
+        let index_meta = source.file().metadata().with_path(&self.index)?;
         let mut lens = Vec::with_capacity(self.shards.len());
         for shard in &self.shards {
             let meta = std::fs::metadata(shard).with_path(shard)?;
@@ -107,12 +120,7 @@ impl Fold {
             }
             lens.push(meta.len());
         }
-        // Read by offset, not mapped: an index cut short underneath is
-        // an error here, never SIGBUS.
-        let opened = binfmt_core::FileSource::open(&self.index)
-            .map_err(crate::TaridxError::from)
-            .and_then(Index::new);
-        let index = match opened {
+        let index = match Index::new(source) {
             Ok(index) => index,
             Err(error) => {
                 return Ok(FoldState::Stale(format!(
