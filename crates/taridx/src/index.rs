@@ -683,9 +683,11 @@ impl<S: Source> Index<S> {
     /// member, an index passing it lists each member of its shards exactly
     /// once.
     ///
-    /// Reads only the tar headers after each shard's last row's member
-    /// (usually the two end-of-archive blocks), and in a shard without rows
-    /// its headers up to its first member; rows are not checked here.
+    /// Reads each shard's last row's member check ([`Index::check_row`]:
+    /// its header and the gap before it), then only the tar headers after
+    /// it (usually the two end-of-archive blocks); in a shard without rows,
+    /// its headers up to its first member. The other rows are not checked
+    /// here.
     /// Refuses rows that alias one member or overlap, and a fold of more
     /// shards than fids can number.
     pub fn check_coverage(&self, shards: &dyn ShardSet) -> Result<()> {
@@ -693,10 +695,17 @@ impl<S: Source> Index<S> {
         let count = shards.count();
         for fid in 0..count {
             let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards { count })?;
-            let start = places
-                .before(fid, u64::MAX)?
-                .map_or(0, |last| last.padded_end());
             let shard = shards.open(fid)?;
+            // Read on from the shard's last row only once its member is
+            // checked (§4.2): its end is then where tar's next entry starts.
+            let start = match places.before(fid, u64::MAX)? {
+                Some(last) => {
+                    let row = self.row(last.row)?;
+                    self.check_row(&*shard, last.row, &row)?;
+                    last.padded_end()
+                }
+                None => 0,
+            };
             if let Some(member) = crate::tar::first_member_from(&*shard, start)? {
                 return Err(TaridxError::UncoveredMember {
                     shard: shards.name(fid),
