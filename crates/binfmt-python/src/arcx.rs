@@ -123,8 +123,11 @@ impl Archive {
     /// The bytes of entry `name`, checked against its SHA-256.
     fn read<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
         let file = self.find(name)?;
-        let size = usize::try_from(file.size())
-            .map_err(|_| PyValueError::new_err(binfmt_core::print::line(format_args!("{name}: too large for memory"))))?;
+        let size = usize::try_from(file.size()).map_err(|_| {
+            PyValueError::new_err(binfmt_core::print::line(format_args!(
+                "{name}: too large for memory"
+            )))
+        })?;
         PyBytes::new_with(py, size, |buf| {
             // Making the reader may fetch (a remote archive's blocks).
             remote::detach(py, || {
