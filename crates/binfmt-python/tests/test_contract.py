@@ -46,7 +46,11 @@ TABLE = {
     "binfmt.taridx.Index": ("taridx", False, "binfmt.taridx.Index(path).verify()"),
     "binfmt.taridx.Dataset": ("taridx", False, "binfmt.taridx.Dataset(path)[0]"),
     "binfmt.kastore.load": ("kast", False, "dict(binfmt.kastore.load(path, read_all=True))"),
-    "binfmt.kastore.dump": ("kast", True, "binfmt.kastore.dump(binfmt.kastore.load(path, read_all=True), out)"),
+    # dump's input is the mapping it is given, not a file: loading a store,
+    # changing it and saving it under the same path is kastore's own idiom
+    # (the new file replaces the old one whole; a lazy store still reads the
+    # old inode), so its output is not checked against the loaded path.
+    "binfmt.kastore.dump": ("kast", False, "binfmt.kastore.dump(binfmt.kastore.load(path, read_all=True), out)"),
 }
 
 # Public callables that read or write no file of their own (they take
@@ -58,6 +62,7 @@ NOT_FILE_ENTRY_POINTS = {
     "binfmt.par4.LazyMap",
     "binfmt.taridx.Sampler",
     "binfmt.kastore.loads", "binfmt.kastore.dumps", "binfmt.kastore.get_include",
+    "binfmt.kastore.Store", "binfmt.kastore.ValueInfo",
 }
 
 # The kastore compatibility facade follows the reference package, whose
@@ -184,9 +189,18 @@ def test_special_files_are_refused(name, special, tmp_path):
     result = call(name, str(path), str(output_for(name, tmp_path)))
     check_common(name, result)
     if path.is_dir():
-        # Walking a tree, a special file is skipped and reported, or the
-        # walk refuses it; never read.
-        assert result.returncode == 3 or "000009.json" in result.stdout, result.stdout
+        # Walking a tree, a FIFO is skipped and reported, or the walk
+        # refuses it; a symlink may be stored as a link. Neither is read:
+        # the archive stays small.
+        if special == "fifo":
+            assert result.returncode == 3 or "000009.json" in result.stdout, result.stdout
+        out = output_for(name, tmp_path)
+        assert result.returncode == 3 or out.stat().st_size < 1 << 20
+    elif name in FIFO_BY_DESIGN:
+        # Read as a stream, as the reference reads it: refused by its first
+        # bytes (spec/gates.md), never read to its end.
+        assert result.returncode == 3, f"{name}: {result.stderr}"
+        assert "bad magic" in result.stderr, result.stderr
     else:
         assert result.returncode == 3, f"{name}: read a {special}"
         kind_name = "FIFO" if special == "fifo" else "character device"
