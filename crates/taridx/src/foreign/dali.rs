@@ -146,6 +146,17 @@ pub fn read_dali_index(
                     ),
                 ));
             }
+            // Inside the shard, whichever version: a v1.2 name is taken
+            // from the file, so nothing else would look at the range.
+            if offset.checked_add(size).is_none_or(|end| end > shard.len()) {
+                return Err(foreign(
+                    idx,
+                    format!(
+                        "sample {number}: offset {offset} + size {size} is past the end of the {}-byte shard",
+                        shard.len()
+                    ),
+                ));
+            }
             let header = offset - BLOCK;
             let name = match component.get(3) {
                 Some(name) => (*name).to_owned(),
@@ -202,5 +213,35 @@ mod tests {
         );
         assert_eq!(dali_index_name(Path::new("data.train.tar")), "data.idx");
         assert_eq!(dali_index_name(Path::new(".hidden.tar")), ".hidden.idx");
+    }
+
+    /// Found by the `dali_idx` fuzz target (tests/regressions/dali_idx/):
+    /// a v1.2 line names its member, so no header is read, and its range
+    /// must still lie inside the shard.
+    #[test]
+    fn a_named_member_past_the_shard_is_refused() {
+        let shard = binfmt_core::ByteSource::from_vec(vec![0; 1024], "s.tar");
+        for text in [
+            "v1.2 1\njpg 1000000000000000 0 a.jpg\n",
+            "v1.2 1\njpg 512 513 a.jpg\n",
+        ] {
+            let error = read_dali_index("s.idx", text, &shard).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains("past the end of the 1024-byte shard"),
+                "{error}"
+            );
+        }
+        assert!(read_dali_index("s.idx", "v1.2 1\njpg 512 512 a.jpg\n", &shard).is_ok());
+        let root = env!("CARGO_MANIFEST_DIR");
+        let found =
+            format!("{root}/../../tests/regressions/dali_idx/v1.2-member-past-an-empty-shard.bin");
+        let bytes = std::fs::read(found).unwrap();
+        let (text, empty) = (
+            String::from_utf8_lossy(&bytes),
+            binfmt_core::ByteSource::from_vec(Vec::new(), "e.tar"),
+        );
+        assert!(read_dali_index("e.idx", &text, &empty).is_err());
     }
 }
