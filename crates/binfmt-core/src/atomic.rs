@@ -44,9 +44,31 @@ const NAME_MAX: usize = 255;
 
 impl AtomicFile {
     /// Starts writing the file that will replace `destination`.
+    ///
+    /// What is at `destination` must be a regular file, a symlink (which is
+    /// replaced, not followed) or nothing: a FIFO, a device, a socket or a
+    /// directory named as an output is refused before anything is written,
+    /// never replaced by a regular file (`-o /dev/null` as root would
+    /// otherwise replace the device node).
     pub fn create(destination: impl AsRef<Path>) -> Result<Self> {
         let destination = destination.as_ref();
-        Self::create_as(destination, mode_for(destination))
+        let existing = fs::symlink_metadata(destination).ok();
+        if let Some(metadata) = &existing
+            && !metadata.is_file()
+            && !metadata.file_type().is_symlink()
+        {
+            return Err(Error::io(
+                destination,
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is there: binfmt writes outputs as regular files and never replaces one that is not",
+                        crate::input::file_kind(metadata)
+                    ),
+                ),
+            ));
+        }
+        Self::create_as(destination, mode_for(existing.as_ref()))
     }
 
     /// Starts writing a file that will have the permission bits `mode`
@@ -197,18 +219,19 @@ impl Seek for AtomicFile {
 /// The permission bits of the regular file being replaced, or 0644 for a
 /// new one (or when a symlink or anything else is in the way: its target's
 /// mode must not leak into the new file).
-fn mode_for(destination: &Path) -> u32 {
+/// The mode a new file gets: an existing regular file's permission bits,
+/// 0644 otherwise.
+fn mode_for(existing: Option<&fs::Metadata>) -> u32 {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::symlink_metadata(destination)
-            .ok()
-            .filter(fs::Metadata::is_file)
+        existing
+            .filter(|metadata| metadata.is_file())
             .map_or(0o644, |metadata| metadata.permissions().mode() & 0o777)
     }
     #[cfg(not(unix))]
     {
-        let _ = destination;
+        let _ = existing;
         0o644
     }
 }
@@ -331,6 +354,35 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_directory_named_as_an_output_is_refused_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let error = AtomicFile::create(&fifo).unwrap_err();
+        assert!(error.to_string().contains("a FIFO is there"), "{error}");
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        let error = AtomicFile::create(dir.path()).unwrap_err();
+        assert!(
+            error.to_string().contains("a directory is there"),
+            "{error}"
+        );
+        // A symlink is replaced, never followed (as before).
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        let mut out = AtomicFile::create(&link).unwrap();
+        out.write_all(b"x").unwrap();
+        out.commit().unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().is_file());
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
     }
 
     #[test]

@@ -60,8 +60,10 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     Cow::Owned(escaped)
 }
 
-/// Whether `c` is escaped by [`escape`].
-fn hides(c: char) -> bool {
+/// Whether `c` is escaped by [`escape`]: a control character or one that
+/// reorders or breaks a line (JSON writers use it to escape the same
+/// characters as `\uXXXX`).
+pub fn hides(c: char) -> bool {
     c.is_control()
         || matches!(
             c,
@@ -110,14 +112,22 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// `text` with the userinfo of each `scheme://userinfo@host` replaced by
-/// `***`, or `None` when there is none.
+/// Schemes whose URLs are redacted in every spelling a URL parser accepts
+/// (`http:u:p@h`, `http:/u:p@h`, `http:\\u:p@h`); any other scheme only
+/// when written with `://`.
+const URL_SCHEMES: &[&str] = &[
+    "http", "https", "s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "ftp", "sftp",
+    "ssh", "file", "hf",
+];
+
+/// `text` with the userinfo of each URL (`scheme://userinfo@host`, and the
+/// other spellings of [`URL_SCHEMES`]) replaced by `***`, or `None` when
+/// there is none.
 fn redact_userinfo(text: &str) -> Option<String> {
     let mut out = String::new();
     let mut rest = text;
     let mut changed = false;
-    while let Some(at) = rest.find("://") {
-        let authority_start = at + 3;
+    while let Some(authority_start) = next_authority(rest) {
         let (head, tail) = rest.split_at(authority_start);
         out.push_str(head);
         // The authority ends at the path, query, fragment or any character
@@ -125,7 +135,7 @@ fn redact_userinfo(text: &str) -> Option<String> {
         // message).
         let end = tail
             .find(|c: char| {
-                matches!(c, '/' | '?' | '#' | '"' | '\'' | '`' | '<' | '>')
+                matches!(c, '/' | '\\' | '?' | '#' | '"' | '\'' | '`' | '<' | '>')
                     || c.is_whitespace()
                     || c.is_control()
             })
@@ -143,6 +153,29 @@ fn redact_userinfo(text: &str) -> Option<String> {
     }
     out.push_str(rest);
     changed.then_some(out)
+}
+
+/// Where the next URL authority in `text` starts: after `://`, or after a
+/// known scheme's `:` and any slashes or backslashes.
+fn next_authority(text: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(colon) = text.get(from..)?.find(':').map(|at| at + from) {
+        let before = text.get(..colon).unwrap_or_default();
+        let scheme_start = before
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |at| at + 1);
+        let scheme = before.get(scheme_start..).unwrap_or_default();
+        let after = text.get(colon + 1..).unwrap_or_default();
+        let slashes = after.len() - after.trim_start_matches(['/', '\\']).len();
+        let known = URL_SCHEMES
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(scheme));
+        if !scheme.is_empty() && (known || after.starts_with("//")) {
+            return Some(colon + 1 + slashes);
+        }
+        from = colon + 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -174,6 +207,12 @@ mod tests {
         assert_eq!(redact("no url here: a@b"), "no url here: a@b");
         assert_eq!(redact("https://host/p@q"), "https://host/p@q");
         assert_eq!(redact("ends at ftp://u:p@h"), "ends at ftp://***@h");
+        // The spellings a URL parser also reads as userinfo.
+        assert_eq!(redact("http:u:pw@h/x"), "http:***@h/x");
+        assert_eq!(redact("http:/u:pw@h/x"), "http:/***@h/x");
+        assert_eq!(redact("HTTPS:\\\\u:pw@h"), "HTTPS:\\\\***@h");
+        assert_eq!(redact("binfmt: x: error: a@b"), "binfmt: x: error: a@b");
+        assert_eq!(redact("key:value@x"), "key:value@x");
     }
 
     #[test]

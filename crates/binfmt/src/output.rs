@@ -99,15 +99,90 @@ pub fn stream_to_stdout(
     }
 }
 
-/// Writes `text` to stdout.
+/// Writes the text lines `text` to stdout, without secrets.
 pub fn print(text: &str) -> Result<(), String> {
+    // The printer gate's redaction: a secret's value never reaches stdout
+    // either (names are escaped where the lines are made).
+    let text = binfmt_core::print::redact(text);
     to_stdout(|out| out.write_all(text.as_bytes()))
 }
 
-/// Prints `value` as pretty JSON and a newline.
+/// Prints `value` as pretty JSON and a newline, through [`SafeJson`].
 pub fn print_json(value: &impl serde::Serialize) -> Result<(), String> {
-    let text = serde_json::to_string_pretty(value).map_err(|error| error.to_string())?;
-    print(&(text + "\n"))
+    let mut text = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut text, SafeJson::default());
+    value
+        .serialize(&mut serializer)
+        .map_err(|error| error.to_string())?;
+    text.push(b'\n');
+    print(&String::from_utf8_lossy(&text))
+}
+
+/// serde_json's pretty formatter that also writes the characters the
+/// printer gate escapes ([`binfmt_core::print::hides`]: C1 controls, DEL,
+/// bidirectional controls, line and paragraph separators) as `\uXXXX`:
+/// JSON itself escapes only U+0000 to U+001F, so a name holding U+009B or
+/// U+202E would otherwise reach a terminal that shows the JSON raw. The
+/// output is the same JSON value.
+#[derive(Debug, Default)]
+pub struct SafeJson(serde_json::ser::PrettyFormatter<'static>);
+
+impl serde_json::ser::Formatter for SafeJson {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((at, c)) = rest
+            .char_indices()
+            .find(|&(_, c)| binfmt_core::print::hides(c))
+        {
+            writer.write_all(rest.get(..at).unwrap_or_default().as_bytes())?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(writer, "\\u{unit:04x}")?;
+            }
+            rest = rest.get(at + c.len_utf8()..).unwrap_or_default();
+        }
+        writer.write_all(rest.as_bytes())
+    }
+
+    fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_array(writer)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array(writer)
+    }
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(writer, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_array_value(writer)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object(writer)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object(writer)
+    }
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(writer, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(writer)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.0.end_object_value(writer)
+    }
 }
 
 /// A progress bar of `len` steps on stderr, drawn only when stderr is a
@@ -134,4 +209,34 @@ pub fn usage_error(message: impl std::fmt::Display) -> ! {
         format!("{message}\n"),
     )
     .exit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Serialize;
+
+    /// Found from outside: `--json` printed U+009B (an 8-bit CSI) and
+    /// U+202E raw, since JSON escapes only U+0000 to U+001F.
+    #[test]
+    fn json_escapes_what_the_printer_escapes_and_means_the_same() {
+        let name = "a\u{9b}31m\u{202e}gpj.exe\u{2028}\u{e9}\n";
+        let mut text = Vec::new();
+        let mut serializer = serde_json::Serializer::with_formatter(&mut text, SafeJson::default());
+        vec![name].serialize(&mut serializer).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(!text.contains(['\u{9b}', '\u{202e}', '\u{2028}']), "{text}");
+        assert!(text.contains("\\u009b") && text.contains("\\u202e") && text.contains("\u{e9}"));
+        let back: Vec<String> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, [name]);
+        // Laid out as serde_json's pretty printer lays it out.
+        let value = serde_json::json!({"a": [1, "b"], "c": {}});
+        let mut safe = Vec::new();
+        let mut serializer = serde_json::Serializer::with_formatter(&mut safe, SafeJson::default());
+        value.serialize(&mut serializer).unwrap();
+        assert_eq!(
+            String::from_utf8(safe).unwrap(),
+            serde_json::to_string_pretty(&value).unwrap()
+        );
+    }
 }

@@ -356,3 +356,32 @@ fn packing_over_a_file_of_the_packed_directory_is_refused() {
     );
     assert_eq!(std::fs::read(&inside).unwrap(), before);
 }
+
+/// Found from outside: `extract` without `--symlinks` left symlink entries
+/// out with nothing said. It now says how many, and restores them with it.
+#[cfg(unix)]
+#[test]
+fn extract_says_which_symlinks_it_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = tree(dir.path());
+    let archive = dir.path().join("links.arcx");
+    let packed = binfmt(&["arcx", "pack", arg(&tree), "-o", arg(&archive)]);
+    assert!(packed.status.success(), "{}", text(&packed.stderr));
+    let plain = dir.path().join("plain");
+    let output = binfmt(&["extract", arg(&archive), "-o", arg(&plain)]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("left out 1 symlinks"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(fs::symlink_metadata(plain.join("link")).is_err());
+    let linked = dir.path().join("linked");
+    let output = binfmt(&["extract", "--symlinks", arg(&archive), "-o", arg(&linked)]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(!text(&output.stderr).contains("left out"));
+    assert_eq!(
+        fs::read_link(linked.join("link")).unwrap(),
+        Path::new("a.txt")
+    );
+}

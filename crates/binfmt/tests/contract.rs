@@ -747,13 +747,29 @@ fn secrets_are_never_printed() {
     each_row(table().into_iter().filter(|row| row.url), |row| {
         let case = Case::new(row.input, "secret");
         let extension = case.input.extension().unwrap().to_str().unwrap().to_owned();
-        let url = format!("http://user:{PASSWORD}@127.0.0.1:9/data.{extension}");
-        let out = case.out(row);
-        let args = case.args(row, &url, &out);
-        let result = run(describe(row, "userinfo"), &args, &[], case.root());
-        result.check_common();
-        assert!(result.failed(), "{}: succeeded", result.what);
+        // Every spelling a URL parser reads userinfo from (found from
+        // outside: `http:u:p@h` was taken for a local path and echoed).
+        for prefix in ["http://", "http:", "http:/", "http:\\\\", "HTTPS://"] {
+            let url = format!("{prefix}user:{PASSWORD}@127.0.0.1:9/data.{extension}");
+            let out = case.out(row);
+            let args = case.args(row, &url, &out);
+            let result = run(describe(row, "userinfo"), &args, &[], case.root());
+            result.check_common();
+            assert!(result.failed(), "{}: succeeded", result.what);
+        }
     });
+    // The secret key's value in a name the command prints, on stdout as on
+    // stderr (found from outside: sniff and list printed it raw).
+    each_row(
+        table().into_iter().filter(|row| row.input != Input::None),
+        |row| {
+            let case = Case::new(row.input, &format!("named-{SECRET}"));
+            let out = case.out(row);
+            let args = case.args(row, case.input.to_str().unwrap(), &out);
+            let result = run(describe(row, "secret in a name"), &args, &[], case.root());
+            result.check_common();
+        },
+    );
 }
 
 /// Environment variables that break an HTTP header or are no URL: one

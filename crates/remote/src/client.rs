@@ -224,6 +224,11 @@ impl Family {
             max_retries: options.retries,
             retry_timeout: options.retry_timeout,
         };
+        // The TLS stack reads SSL_CERT_FILE whole, blocking: it goes
+        // through the input gate first (plain http loads no trust store).
+        if !location.base.starts_with("http://") {
+            crate::env::check_tls(std::env::vars_os()).map_err(setup)?;
+        }
         let store: Arc<dyn ObjectStore> = match location.scheme {
             Scheme::Http => Arc::new(
                 HttpBuilder::new()

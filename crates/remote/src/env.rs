@@ -56,10 +56,17 @@ fn problem(kind: &Kind, value: &str) -> Option<&'static str> {
         Kind::Header => (!printable(value)).then_some(
             "holds a character an HTTP header cannot carry (a control character or non-ASCII)",
         ),
-        Kind::Path => value
-            .chars()
-            .any(char::is_control)
-            .then_some("holds a control character"),
+        Kind::Path => {
+            if value.chars().any(char::is_control) {
+                return Some("holds a control character");
+            }
+            // object_store reads the file itself, whole and blocking: the
+            // input gate looks first (a FIFO would hang the read, a device
+            // such as /dev/zero would be read until memory runs out).
+            binfmt_core::input::read(value, SETTING_FILE_LIMIT, "setting file")
+                .err()
+                .map(|_| "does not name a readable regular file of at most 16 MiB")
+        }
         Kind::Region => {
             let valid = !value.is_empty()
                 && value.len() <= 64
@@ -71,7 +78,16 @@ fn problem(kind: &Kind, value: &str) -> Option<&'static str> {
         Kind::UrlPath => (!value.starts_with('/') || !printable(value) || value.contains(' '))
             .then_some("is not a URL path (printable, starting with `/`)"),
         Kind::Url => {
-            if value.len() > MAX_URL || !printable(value) {
+            // The characters an HTTP request's URI cannot hold unescaped:
+            // `url` would escape them, object_store's request builder
+            // panics on them.
+            let unescaped = |c: char| {
+                matches!(
+                    c,
+                    ' ' | '<' | '>' | '"' | '{' | '}' | '|' | '\\' | '^' | '`'
+                )
+            };
+            if value.len() > MAX_URL || !printable(value) || value.contains(unescaped) {
                 return Some("is not an http:// or https:// URL");
             }
             match Url::parse(value) {
@@ -90,6 +106,30 @@ fn problem(kind: &Kind, value: &str) -> Option<&'static str> {
             }
         }
     }
+}
+
+/// The largest file a setting may name (a web identity token, a CA
+/// certificate bundle).
+const SETTING_FILE_LIMIT: u64 = 16 << 20;
+
+/// Checks the variables the TLS stack reads for any `https://` request
+/// (`SSL_CERT_FILE`: a certificate bundle read whole): a FIFO, a device or
+/// a file over 16 MiB there is one message naming the variable.
+pub(crate) fn check_tls(
+    environment: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Result<(), String> {
+    for (name, value) in environment {
+        if name == "SSL_CERT_FILE" {
+            let path = std::path::PathBuf::from(value);
+            if binfmt_core::input::read(&path, SETTING_FILE_LIMIT, "certificate file").is_err() {
+                return Err(
+                    "SSL_CERT_FILE does not name a readable regular file of at most 16 MiB (its value is not shown)"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The message for the setting `name`.
@@ -181,6 +221,7 @@ pub(crate) fn explain_build_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs
@@ -191,6 +232,9 @@ mod tests {
 
     #[test]
     fn good_settings_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("tok en");
+        std::fs::write(&token, "a web identity token").unwrap();
         let environment = env(&[
             ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),
             ("AWS_SECRET_ACCESS_KEY", "abc/def+ghi=="),
@@ -198,7 +242,7 @@ mod tests {
             ("AWS_REGION", "eu-west-1"),
             ("AWS_ENDPOINT_URL", "http://127.0.0.1:9000"),
             ("AWS_ALLOW_HTTP", "true"),
-            ("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/tok en"),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", token.to_str().unwrap()),
             (
                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
                 "/v2/credentials/x",
@@ -236,6 +280,61 @@ mod tests {
         }
         let long = format!("http://h/{}", "a".repeat(70_000));
         assert!(check_s3(env(&[("AWS_ENDPOINT_URL", &long)]), &[]).is_err());
+        // What `url` would escape but object_store's request builder
+        // panics on (found from outside: AWS_ENDPOINT_URL='http://h:9/a b').
+        for endpoint in [
+            "http://127.0.0.1:9/a b",
+            "http://h/<x>",
+            "http://h:9\\@x/ y",
+        ] {
+            for name in [
+                "AWS_ENDPOINT_URL",
+                "AWS_METADATA_ENDPOINT",
+                "AWS_ENDPOINT_URL_STS",
+            ] {
+                let error = check_s3(env(&[(name, endpoint)]), &[]).unwrap_err();
+                assert!(error.contains(name), "{error}");
+            }
+        }
+    }
+
+    /// Found from outside: object_store read a token file named by the
+    /// environment whole and blocking (a FIFO hung, /dev/zero took 2 GB),
+    /// and the TLS stack does the same with SSL_CERT_FILE.
+    #[cfg(unix)]
+    #[test]
+    fn files_named_by_settings_go_through_the_input_gate() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let missing = dir.path().join("missing");
+        for path in [
+            fifo.as_path(),
+            Path::new("/dev/zero"),
+            dir.path(),
+            missing.as_path(),
+        ] {
+            let path = path.to_str().unwrap();
+            for name in [
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+            ] {
+                let error = check_s3(env(&[(name, path)]), &[]).unwrap_err();
+                assert!(error.contains(name) && !error.contains(path), "{error}");
+            }
+            let error = check_tls(env(&[("SSL_CERT_FILE", path)])).unwrap_err();
+            assert!(
+                error.contains("SSL_CERT_FILE") && !error.contains(path),
+                "{error}"
+            );
+        }
+        let bundle = dir.path().join("ca.pem");
+        std::fs::write(&bundle, "-----BEGIN CERTIFICATE-----").unwrap();
+        check_tls(env(&[("SSL_CERT_FILE", bundle.to_str().unwrap())])).unwrap();
     }
 
     #[test]

@@ -219,7 +219,8 @@ pub(crate) fn json_array<T: serde::Serialize>(
     each: impl FnOnce(&mut dyn FnMut(&T) -> std::io::Result<()>) -> binfmt::Result<()>,
 ) -> binfmt::Result<()> {
     use serde::ser::{SerializeSeq, Serializer};
-    let mut serializer = serde_json::Serializer::pretty(&mut *out);
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut *out, crate::output::SafeJson::default());
     let mut seq = serializer
         .serialize_seq(None)
         .map_err(|error| stdout_error(error.into()))?;
@@ -300,6 +301,21 @@ fn extract_in(session: &Session, args: &ExtractArgs, expect: Option<Format>) -> 
         "extracted {count} entries into {}",
         output::escape(&args.output.display().to_string())
     ));
+    // Nothing left out silently: symlinks (ARCX only) are restored only
+    // with --symlinks, so say how many were not.
+    if !args.symlinks && source.format() == Format::Arcx {
+        let links = source
+            .list()
+            .map_err(failed)?
+            .iter()
+            .filter(|entry| entry.kind == Some("symlink"))
+            .count();
+        if links > 0 {
+            output::note(format_args!(
+                "left out {links} symlinks (--symlinks restores those whose targets stay inside the directory)"
+            ));
+        }
+    }
     Ok(Status::Success)
 }
 
