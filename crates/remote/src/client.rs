@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use bytes::Bytes;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpResponseBody, HttpService,
-    ReqwestConnector,
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse,
+    HttpResponseBody, HttpService, ReqwestConnector,
 };
 use object_store::http::HttpBuilder;
 use object_store::path::Path as StorePath;
@@ -71,19 +71,165 @@ tokio::task_local! {
     static EXCHANGES: Arc<Mutex<Vec<Exchange>>>;
 }
 
-/// object_store's reqwest client, counting.
+/// The most requests one operation may make: object_store follows a
+/// listing's continuation tokens for as long as the server gives them, so a
+/// server that always answers "truncated" would be asked forever (1,000
+/// pages are a million keys).
+const MAX_REQUESTS_PER_OPERATION: usize = 1_000;
+
+/// The most bytes of an error response's body read (object_store reads it
+/// whole into a message).
+const ERROR_BODY_LIMIT: u64 = 1 << 20;
+
+/// The most bytes of a listing page read (S3 pages hold 1,000 keys, well
+/// under 1 MiB).
+const LIST_BODY_LIMIT: u64 = 16 << 20;
+
+/// object_store's reqwest client, counting, and bounding what it reads: a
+/// response body past its limit is an error, never memory
+/// ([`body_limit`]).
 #[derive(Debug)]
 struct Counting {
     inner: HttpClient,
     counters: Arc<Counters>,
+    /// The largest whole object fetched (`RemoteOptions::max_whole_object`).
+    whole_limit: u64,
 }
+
+/// The most body bytes a response may bring: a ranged answer its range,
+/// an error or a listing page a small bound, a whole object the limit for
+/// whole objects. object_store reads error and listing bodies whole, so a
+/// server sending one without end would otherwise fill memory.
+fn body_limit(status: u16, range: Option<&str>, listing: bool, whole_limit: u64) -> u64 {
+    let range_len = range
+        .and_then(|range| range.strip_prefix("bytes="))
+        .and_then(|range| range.split_once('-'))
+        .and_then(|(start, end)| Some((start.parse::<u64>().ok()?, end.parse::<u64>().ok()?)))
+        .and_then(|(start, end)| end.checked_sub(start)?.checked_add(1));
+    match (status, range_len) {
+        (300.., _) => ERROR_BODY_LIMIT,
+        (206, Some(len)) => len,
+        _ if listing => LIST_BODY_LIMIT,
+        _ => whole_limit,
+    }
+}
+
+/// What an answer of the instance metadata service becomes in object_store:
+/// a header value (the IMDSv2 token), part of a URL (a role name), or
+/// credentials that become header values. object_store unwraps each (a
+/// newline in a token, a space in a role name panicked it), so they are
+/// checked here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MetadataAnswer {
+    Token,
+    RoleName,
+    Credentials,
+}
+
+fn metadata_answer(path: &str) -> Option<MetadataAnswer> {
+    const CREDENTIALS: &str = "/latest/meta-data/iam/security-credentials";
+    if path == "/latest/api/token" {
+        Some(MetadataAnswer::Token)
+    } else if path == CREDENTIALS || path == "/latest/meta-data/iam/security-credentials/" {
+        Some(MetadataAnswer::RoleName)
+    } else if path.starts_with(CREDENTIALS) {
+        Some(MetadataAnswer::Credentials)
+    } else {
+        None
+    }
+}
+
+/// The most bytes an instance metadata answer may have.
+const METADATA_BODY_LIMIT: usize = 64 << 10;
+
+/// Reads a metadata answer whole (at most [`METADATA_BODY_LIMIT`] bytes)
+/// and hands it on only if object_store can use it without panicking: a
+/// token of printable ASCII, a role name of IAM's characters, credentials
+/// JSON of printable ASCII with no escapes (AWS's never need one; an
+/// escaped newline would become a header's newline).
+async fn checked_metadata(
+    response: HttpResponse,
+    kind: MetadataAnswer,
+) -> Result<HttpResponse, HttpError> {
+    let invalid = |why: &str| {
+        HttpError::new(
+            HttpErrorKind::Decode,
+            std::io::Error::other(format!(
+                "the instance metadata service answered with {why}: not used"
+            )),
+        )
+    };
+    let (parts, body) = response.into_parts();
+    let bytes =
+        http_body_util::BodyExt::collect(http_body_util::Limited::new(body, METADATA_BODY_LIMIT))
+            .await
+            .map_err(|_| invalid("more than 64 KiB"))?
+            .to_bytes();
+    let text = bytes.trim_ascii();
+    let printable = |byte: &u8| (0x20..=0x7e).contains(byte);
+    let valid = match kind {
+        MetadataAnswer::Token => !text.is_empty() && text.iter().all(printable),
+        MetadataAnswer::RoleName => {
+            !text.is_empty()
+                && text
+                    .iter()
+                    .all(|&byte| byte.is_ascii_alphanumeric() || b"+=,.@_-\n".contains(&byte))
+        }
+        MetadataAnswer::Credentials => text.iter().all(|&byte| {
+            (printable(&byte) && byte != b'\\') || matches!(byte, b'\n' | b'\r' | b'\t')
+        }),
+    };
+    if !valid {
+        return Err(invalid(match kind {
+            MetadataAnswer::Token => "a token that is not header text",
+            MetadataAnswer::RoleName => "a role name IAM does not allow",
+            MetadataAnswer::Credentials => "credentials that are not header text",
+        }));
+    }
+    Ok(HttpResponse::from_parts(
+        parts,
+        HttpResponseBody::from(bytes),
+    ))
+}
+
+/// A body past its limit.
+#[derive(Debug, thiserror::Error)]
+#[error("the response body is longer than the {0} bytes this request may bring")]
+struct BodyTooLong(u64);
 
 #[async_trait::async_trait]
 impl HttpService for Counting {
     async fn call(&self, request: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let requests = EXCHANGES
+            .try_with(|exchanges| lock(exchanges).len())
+            .unwrap_or(0);
+        if requests >= MAX_REQUESTS_PER_OPERATION {
+            return Err(HttpError::new(
+                HttpErrorKind::Decode,
+                std::io::Error::other(format!(
+                    "more than {MAX_REQUESTS_PER_OPERATION} requests for one operation (a listing that never ends?)"
+                )),
+            ));
+        }
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let range = header(request.headers().get("range"));
+        let listing = request
+            .uri()
+            .query()
+            .is_some_and(|query| query.contains("list-type="));
+        let metadata = metadata_answer(request.uri().path());
         let response = self.inner.execute(request).await?;
+        if let Some(kind) = metadata
+            && response.status().is_success()
+        {
+            return checked_metadata(response, kind).await;
+        }
+        let limit = body_limit(
+            response.status().as_u16(),
+            range.as_deref(),
+            listing,
+            self.whole_limit,
+        );
         let exchange = Exchange {
             range,
             status: response.status().as_u16(),
@@ -101,6 +247,10 @@ impl HttpService for Counting {
             }
             frame
         });
+        let body = http_body_util::BodyExt::map_err(
+            http_body_util::Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX)),
+            move |_| HttpError::new(HttpErrorKind::Decode, BodyTooLong(limit)),
+        );
         Ok(HttpResponse::from_parts(parts, HttpResponseBody::new(body)))
     }
 }
@@ -115,6 +265,7 @@ fn header(value: Option<&object_store::HeaderValue>) -> Option<String> {
 #[derive(Debug)]
 struct CountingConnector {
     counters: Arc<Counters>,
+    whole_limit: u64,
 }
 
 impl HttpConnector for CountingConnector {
@@ -123,6 +274,7 @@ impl HttpConnector for CountingConnector {
         Ok(HttpClient::new(Counting {
             inner,
             counters: Arc::clone(&self.counters),
+            whole_limit: self.whole_limit,
         }))
     }
 }
@@ -214,6 +366,10 @@ impl Family {
             .map_or_else(Arc::default, |tally| Arc::clone(&tally.0));
         let connector = CountingConnector {
             counters: Arc::clone(&counters),
+            // A body may exceed the object by what a server adds around it
+            // (multipart framing is not asked for): one byte past is enough
+            // to tell a longer body from an exact one.
+            whole_limit: options.max_whole_object.saturating_add(1),
         };
         let retry = RetryConfig {
             backoff: BackoffConfig {
@@ -618,5 +774,42 @@ mod tests {
     fn messages_are_one_bounded_line() {
         assert_eq!(one_line("a\n  b\tc"), "a b c");
         assert!(one_line(&"x ".repeat(1000)).chars().count() <= 301);
+    }
+
+    /// Found from outside: an error or listing body without end was read
+    /// whole (1.9 GB, then an abort). Each response now brings at most
+    /// what its request may.
+    #[test]
+    fn a_body_is_bounded_by_what_its_request_may_bring() {
+        let whole = 256 << 20;
+        assert_eq!(body_limit(206, Some("bytes=100-199"), false, whole), 100);
+        assert_eq!(
+            body_limit(404, Some("bytes=0-9"), false, whole),
+            ERROR_BODY_LIMIT
+        );
+        assert_eq!(body_limit(500, None, true, whole), ERROR_BODY_LIMIT);
+        assert_eq!(body_limit(200, None, true, whole), LIST_BODY_LIMIT);
+        // A server ignoring the range sends the whole object: its limit.
+        assert_eq!(body_limit(200, Some("bytes=0-9"), false, whole), whole);
+        assert_eq!(body_limit(206, Some("bytes=9-0"), false, whole), whole);
+    }
+
+    /// Found from outside: a fake metadata service's role name with a
+    /// space, or a token with a newline, panicked object_store. Its
+    /// answers are recognised by path and checked before it sees them.
+    #[test]
+    fn metadata_answers_are_recognised_by_path() {
+        use MetadataAnswer::*;
+        assert_eq!(metadata_answer("/latest/api/token"), Some(Token));
+        assert_eq!(
+            metadata_answer("/latest/meta-data/iam/security-credentials/"),
+            Some(RoleName)
+        );
+        assert_eq!(
+            metadata_answer("/latest/meta-data/iam/security-credentials/my-role"),
+            Some(Credentials)
+        );
+        assert_eq!(metadata_answer("/bucket/latest/api/token"), None);
+        assert_eq!(metadata_answer("/latest/meta-data/placement/region"), None);
     }
 }
