@@ -932,6 +932,9 @@ fn fold_of(location: &Path) -> Option<String> {
 struct RemoteShards {
     index: Arc<binfmt_remote::RemoteSource>,
     names: Vec<String>,
+    /// Where a shard past the rows' would be, when the directory could not
+    /// be listed (plain HTTP): probed by coverage.
+    next: Option<String>,
 }
 
 impl RemoteShards {
@@ -940,21 +943,24 @@ impl RemoteShards {
         fold: &str,
         rows: &binfmt_taridx::Index<Box<dyn Source>>,
     ) -> binfmt_taridx::Result<Self> {
-        let names = match index.list_siblings() {
-            Ok(listed) => {
-                binfmt_taridx::fold_shard_names(fold, listed.iter().map(|item| item.name.as_str()))
-            }
+        let (names, next) = match index.list_siblings() {
+            Ok(listed) => (
+                binfmt_taridx::fold_shard_names(fold, listed.iter().map(|item| item.name.as_str())),
+                None,
+            ),
             Err(binfmt_remote::RemoteError::Unsupported { .. }) => {
                 let count = rows.shard_count()?;
-                (0..count)
+                let names = (0..count)
                     .map(|fid| format!("{fold}_{fid:04}.tar"))
-                    .collect()
+                    .collect();
+                (names, Some(format!("{fold}_{count:04}.tar")))
             }
             Err(error) => return Err(binfmt_core::Error::from(error).into()),
         };
         Ok(Self {
             index: Arc::clone(index),
             names,
+            next,
         })
     }
 }
@@ -979,6 +985,20 @@ impl binfmt_taridx::ShardSet for RemoteShards {
         })?;
         let shard = self.index.sibling(name).map_err(binfmt_core::Error::from)?;
         Ok(Arc::new(shard))
+    }
+
+    fn unlisted(&self) -> binfmt_taridx::Result<Option<(PathBuf, Arc<dyn Source>)>> {
+        let Some(name) = &self.next else {
+            return Ok(None);
+        };
+        match self.index.sibling(name) {
+            Ok(shard) => {
+                let url = shard.url().to_owned();
+                Ok(Some((PathBuf::from(url), Arc::new(shard))))
+            }
+            Err(binfmt_remote::RemoteError::NotFound { .. }) => Ok(None),
+            Err(error) => Err(binfmt_core::Error::from(error).into()),
+        }
     }
 }
 

@@ -316,3 +316,47 @@ fn a_server_claiming_64_gib_for_a_small_object_is_an_error_not_an_abort() {
         }
     }
 }
+
+/// Found from outside: over plain HTTP, which cannot list, a fold's shards
+/// are as many as the rows point into, so a shard past them holding members
+/// no row covers was never looked at (`verify` said ok). Coverage now
+/// probes where the next shard would be.
+#[test]
+fn a_shard_past_the_rows_over_http_is_not_dropped_silently() {
+    use binfmt_tests::build::taridx::Tar;
+    let Some(servers) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let shard = |first: usize| {
+        let mut tar = Tar::new();
+        for i in first..first + 2 {
+            tar.file(&format!("s/{i:06}.json"), b"{}\n");
+        }
+        tar.finish()
+    };
+    let local = dir.path().join("fold_0000.tar");
+    std::fs::write(&local, shard(0)).unwrap();
+    let index = dir.path().join("fold.taridx");
+    let made = binfmt(&[], &["taridx", "index", arg(&local), "-o", arg(&index)]);
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let published = servers
+        .www
+        .join(format!("cli-remote-hostile-{}-fold", std::process::id()));
+    std::fs::create_dir_all(&published).unwrap();
+    std::fs::copy(&local, published.join("fold_0000.tar")).unwrap();
+    std::fs::copy(&index, published.join("fold.taridx")).unwrap();
+    let url = format!(
+        "{}/{}/fold.taridx",
+        servers.nginx,
+        published.file_name().unwrap().to_str().unwrap()
+    );
+    let covered = binfmt(&[], &["verify", &url]);
+    assert!(covered.status.success(), "{}", text(&covered.stderr));
+    std::fs::write(published.join("fold_0001.tar"), shard(10)).unwrap();
+    let output = binfmt(&[], &["verify", &url]);
+    let line = one_error_line(&output, "an uncovered shard over HTTP", &[]);
+    assert!(
+        line.contains("fold_0001.tar") && line.contains("has no row"),
+        "{line}"
+    );
+    std::fs::remove_dir_all(&published).unwrap();
+}

@@ -715,6 +715,16 @@ impl<S: Source> Index<S> {
                 });
             }
         }
+        if let Some((shard, source)) = shards.unlisted()?
+            && let Some(member) = crate::tar::first_member_from(&*source, 0)?
+        {
+            return Err(TaridxError::UncoveredMember {
+                shard,
+                fid: u16::try_from(count).unwrap_or(u16::MAX),
+                offset: member.offset,
+                name: String::from_utf8_lossy(&member.name).into_owned(),
+            });
+        }
         Ok(())
     }
 }

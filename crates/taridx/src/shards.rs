@@ -28,6 +28,15 @@ pub trait ShardSet: Send + Sync + fmt::Debug {
 
     /// Opens shard `fid`.
     fn open(&self, fid: u16) -> Result<Arc<dyn Source>>;
+
+    /// A shard of the fold beyond the ones this set holds, named and opened,
+    /// when the set could not list its directory (plain HTTP takes as many
+    /// shards as the rows point into) and one exists where the next would
+    /// be: coverage refuses its members (spec/taridx.md §4.4). A set that
+    /// listed its shards has none.
+    fn unlisted(&self) -> Result<Option<(PathBuf, Arc<dyn Source>)>> {
+        Ok(None)
+    }
 }
 
 /// Shard files by path.
