@@ -336,8 +336,22 @@ impl MemberReader {
     /// The whole payload in a buffer: reserved by the size checked against
     /// the shard, filled by reading.
     pub fn into_vec(mut self) -> crate::Result<Vec<u8>> {
-        let capacity = usize::try_from(self.remaining()).unwrap_or(0);
-        let mut bytes = Vec::with_capacity(capacity);
+        // The size was checked against the shard's length, but a sparse
+        // shard can hold a member larger than memory: a reservation that
+        // fails is an error naming it, never an abort.
+        let capacity = usize::try_from(self.remaining()).unwrap_or(usize::MAX);
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(capacity).map_err(|_| {
+            TaridxError::from(binfmt_core::Error::OutOfMemory {
+                what: format!(
+                    "member {:?} of {}",
+                    self.info.name,
+                    self.shard.name().display()
+                )
+                .into(),
+                bytes: self.remaining(),
+            })
+        })?;
         self.read_to_end(&mut bytes)
             .map_err(|error| TaridxError::from_io(error, self.shard.name()))?;
         Ok(bytes)
