@@ -87,8 +87,9 @@ pub fn redact(text: &str) -> Cow<'_, str> {
             continue;
         };
         let value = value.to_string_lossy();
-        // A value of a few characters would blot out ordinary words.
-        if value.chars().count() < 4 {
+        // A value of a few characters would blot out ordinary words and
+        // numbers in listings (real keys are 40 characters, tokens longer).
+        if value.chars().count() < 8 {
             continue;
         }
         let debug = format!("{value:?}");
