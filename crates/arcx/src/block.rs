@@ -51,6 +51,41 @@ impl std::ops::Deref for Decoded<'_> {
     }
 }
 
+/// What one call of zstd's streaming decoder did.
+struct ZstdStep {
+    /// Input bytes consumed.
+    read: usize,
+    /// Output bytes written.
+    written: usize,
+    /// Whether the frame ended (the decoder's hint was 0).
+    frame_done: bool,
+}
+
+/// Decodes what `input` holds into `out` with `context`, block `id`'s
+/// errors named as such.
+fn zstd_step(
+    context: &mut zstd::zstd_safe::DCtx<'static>,
+    input: &[u8],
+    out: &mut [u8],
+    id: u32,
+) -> Result<ZstdStep> {
+    let mut in_buffer = zstd::zstd_safe::InBuffer::around(input);
+    let mut out_buffer = zstd::zstd_safe::OutBuffer::around(out);
+    let hint = context
+        .decompress_stream(&mut out_buffer, &mut in_buffer)
+        .map_err(|code| {
+            data_error(
+                id,
+                format!("zstd: {}", zstd::zstd_safe::get_error_name(code)),
+            )
+        })?;
+    Ok(ZstdStep {
+        read: in_buffer.pos(),
+        written: out_buffer.pos(),
+        frame_done: hint == 0,
+    })
+}
+
 fn data_error(block: u32, why: impl Into<String>) -> ArcxError {
     ArcxError::BlockData {
         block,
@@ -528,19 +563,10 @@ impl BlockCursor {
                     n
                 }
                 Some(context) => {
-                    let mut in_buffer = zstd::zstd_safe::InBuffer::around(input);
-                    let mut out_buffer = zstd::zstd_safe::OutBuffer::around(&mut *out);
-                    let hint = context
-                        .decompress_stream(&mut out_buffer, &mut in_buffer)
-                        .map_err(|code| {
-                            data_error(
-                                id,
-                                format!("zstd: {}", zstd::zstd_safe::get_error_name(code)),
-                            )
-                        })?;
-                    self.in_pos += in_buffer.pos();
-                    self.frame_done = hint == 0;
-                    out_buffer.pos()
+                    let step = zstd_step(context, input, out, id)?;
+                    self.in_pos += step.read;
+                    self.frame_done = step.frame_done;
+                    step.written
                 }
             };
             if produced > 0 {
@@ -587,18 +613,9 @@ impl BlockCursor {
             if let Some(context) = &mut self.context {
                 let mut probe = [0u8; 1];
                 let input = self.input.get(self.in_pos..).unwrap_or_default();
-                let mut in_buffer = zstd::zstd_safe::InBuffer::around(input);
-                let mut out_buffer = zstd::zstd_safe::OutBuffer::around(&mut probe[..]);
-                let hint = context
-                    .decompress_stream(&mut out_buffer, &mut in_buffer)
-                    .map_err(|code| {
-                        data_error(
-                            id,
-                            format!("zstd: {}", zstd::zstd_safe::get_error_name(code)),
-                        )
-                    })?;
-                self.in_pos += in_buffer.pos();
-                if out_buffer.pos() > 0 {
+                let step = zstd_step(context, input, &mut probe, id)?;
+                self.in_pos += step.read;
+                if step.written > 0 {
                     return Err(data_error(
                         id,
                         format!(
@@ -607,7 +624,7 @@ impl BlockCursor {
                         ),
                     ));
                 }
-                if hint != 0 {
+                if !step.frame_done {
                     return Err(data_error(id, "zstd: the frame is incomplete"));
                 }
             }
