@@ -169,6 +169,27 @@ pub fn open_file(dir: &Path, name: &str) -> Result<Option<(File, u64)>> {
 /// metadata.
 #[cfg(unix)]
 pub fn files(dir: &Path) -> Result<Vec<(String, fs::Metadata)>> {
+    owned_entries(dir, fs::FileType::is_file)
+}
+
+/// The names of the entries of `dir` that are real directories of the
+/// user's (symlinks left out).
+#[cfg(unix)]
+pub fn subdirs(dir: &Path) -> Result<Vec<String>> {
+    Ok(owned_entries(dir, fs::FileType::is_dir)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
+}
+
+/// The entries of `dir` of the user's whose type (by `lstat`: a symlink is
+/// never what it points at) passes `keep`, named in UTF-8, with their
+/// metadata.
+#[cfg(unix)]
+fn owned_entries(
+    dir: &Path,
+    keep: fn(&fs::FileType) -> bool,
+) -> Result<Vec<(String, fs::Metadata)>> {
     use std::os::unix::fs::MetadataExt;
     let uid = effective_uid();
     let mut found = Vec::new();
@@ -180,29 +201,8 @@ pub fn files(dir: &Path) -> Result<Vec<(String, fs::Metadata)>> {
         let Ok(metadata) = entry.metadata() else {
             continue;
         };
-        if metadata.file_type().is_file() && metadata.uid() == uid {
+        if keep(&metadata.file_type()) && metadata.uid() == uid {
             found.push((name, metadata));
-        }
-    }
-    Ok(found)
-}
-
-/// The names of the entries of `dir` that are real directories of the
-/// user's (symlinks left out).
-#[cfg(unix)]
-pub fn subdirs(dir: &Path) -> Result<Vec<String>> {
-    use std::os::unix::fs::MetadataExt;
-    let uid = effective_uid();
-    let mut found = Vec::new();
-    for entry in fs::read_dir(dir).with_path(dir)?.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        let Ok(metadata) = entry.metadata() else {
-            continue;
-        };
-        if metadata.file_type().is_dir() && metadata.uid() == uid {
-            found.push(name);
         }
     }
     Ok(found)
