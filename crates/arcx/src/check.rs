@@ -13,8 +13,8 @@ use binfmt_core::alloc::vec_with_capacity;
 
 use crate::error::{ArcxError, Result};
 use crate::format::{Codec, HEADER_SIZE};
+use crate::limits::Limits;
 use crate::manifest::{BlockRecord, ChunkRecord, FileEntry, FileKind, Manifest};
-use crate::reader::Limits;
 
 /// The archive's files by path: `(hash of the path, file index)`, sorted.
 #[derive(Debug, Default)]

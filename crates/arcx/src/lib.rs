@@ -32,12 +32,14 @@
 //! ```
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod block;
 mod check;
 mod error;
 mod extract;
 pub mod format;
+mod limits;
 mod listing;
 mod lookup;
 pub mod manifest;
@@ -50,8 +52,9 @@ mod writer;
 pub use error::{ArcxError, Result};
 pub use extract::{ExtractOptions, ExtractSummary};
 pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER_SIZE};
+pub use limits::{Limits, OpenOptions};
 pub use listing::{ListSummary, Listed, Listing};
 pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
-pub use reader::{Archive, FileReader, Limits, OneFile, OpenOptions, VerifySummary};
-pub use walk::{PackProgress, Skipped, pack_dir};
-pub use writer::{PackOptions, PackSummary, Packer};
+pub use reader::{Archive, FileReader, OneFile, VerifySummary};
+pub use walk::{PackProgress, pack_dir};
+pub use writer::{PackOptions, PackSummary, Packer, Skipped};

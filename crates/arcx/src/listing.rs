@@ -14,8 +14,8 @@ use binfmt_core::{Error, Source};
 use crate::check::{check_block, corrupt};
 use crate::error::{ArcxError, Result};
 use crate::format::{Dialect, HEADER_SIZE};
+use crate::limits::OpenOptions;
 use crate::manifest::{Attributes, BlockRecord, Config, FileKind, PathRef};
-use crate::reader::OpenOptions;
 use crate::stored::{Stored, check_total_files, manifest_error};
 use crate::tables::{self, ChunkRow, ChunkRows, FileRecord, Visit};
 
@@ -224,7 +224,7 @@ struct Scan<'a> {
     stored_bytes: u64,
     previous_end: u64,
     data_end: u64,
-    limits: crate::Limits,
+    limits: crate::limits::Limits,
     error: Option<ArcxError>,
 }
 

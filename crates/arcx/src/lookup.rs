@@ -30,10 +30,10 @@ use binfmt_core::Error;
 use crate::check::{self, check_block, check_file, check_in_block, check_listed, check_overlaps};
 use crate::error::{ArcxError, Result};
 use crate::format::{Dialect, HEADER_SIZE};
+use crate::limits::Limits;
 use crate::manifest::{
     Attributes, BlockRecord, ChunkRecord, Config, Manifest, PathRef, check_file_offset,
 };
-use crate::reader::Limits;
 use crate::tables::{self, ChunkRow, ChunkRows, FileRecord, Visit};
 
 /// The manifest holding only the file at `path`, from the decompressed

@@ -14,7 +14,7 @@ use crate::error::{ArcxError, Result};
 use crate::format::{
     Dialect, FOOTER_MAGIC, FOOTER_SIZE, Footer, HEADER_SIZE, MANIFEST_MAGIC, crc32,
 };
-use crate::reader::Limits;
+use crate::limits::Limits;
 
 /// Decompresses the zstd frames in `stored`, failing once the output passes
 /// `limit` bytes: the output grows as it is produced, never by a declared

@@ -23,21 +23,12 @@ use crate::error::{ArcxError, Result};
 use crate::format::Dialect;
 use crate::manifest::{Attributes, FileKind};
 use crate::writer::{
-    NO_CLI_DIRECTORY, NO_CLI_SYMLINK, PackOptions, PackSummary, Packer, SmallFile, read_small,
+    NO_CLI_DIRECTORY, NO_CLI_SYMLINK, PackOptions, PackSummary, Packer, Skipped, SmallFile,
+    read_small,
 };
 
 /// Why a walk set aside the existing file at the destination.
 const DESTINATION_IN_TREE: &str = "the destination, a file of the tree";
-
-/// Something a directory walk did not store, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Skipped {
-    /// Its path on disk.
-    pub path: PathBuf,
-    /// Why it was not stored.
-    pub why: &'static str,
-}
 
 /// An entry a walk found.
 #[derive(Debug, Clone)]

@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::io::{IoSlice, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 
@@ -761,5 +761,15 @@ pub struct PackSummary {
     /// The archive's size.
     pub archive_size: u64,
     /// What a directory walk did not store, and why.
-    pub skipped: Vec<crate::walk::Skipped>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Something a directory walk did not store, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Skipped {
+    /// Its path on disk.
+    pub path: PathBuf,
+    /// Why it was not stored.
+    pub why: &'static str,
 }
