@@ -42,15 +42,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoResultExt, Result};
-
-/// The effective user id of this process.
-#[cfg(unix)]
-#[allow(unsafe_code)]
-fn effective_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions, touches no memory and cannot
-    // fail (POSIX).
-    unsafe { libc::geteuid() }
-}
+use crate::sys::effective_uid;
 
 fn refused(path: &Path, why: &str) -> Error {
     Error::io(path, io::Error::new(io::ErrorKind::PermissionDenied, why))

@@ -31,6 +31,8 @@
 //!   wrong and where.
 
 #![deny(missing_docs)]
+// Only `sys.rs` allows it: a map of a file and `geteuid`.
+#![deny(unsafe_code)]
 
 pub mod alloc;
 pub mod atomic;
@@ -45,6 +47,7 @@ pub mod layout;
 pub mod print;
 pub mod range;
 pub mod source;
+mod sys;
 pub mod varint;
 
 pub use atomic::{AtomicFile, Inputs, same_file};
