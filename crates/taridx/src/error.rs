@@ -10,7 +10,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::tar::TarProblem;
+use crate::tar_problem::TarProblem;
 
 /// `Result` with [`TaridxError`].
 pub type Result<T, E = TaridxError> = std::result::Result<T, E>;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use binfmt_core::Source;
 
-use super::{foreign, shard_samples};
+use super::shared::{foreign, shard_samples};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::format::Row;

@@ -27,9 +27,8 @@
 
 mod dali;
 mod ratarmount;
+mod shared;
 mod wids;
-
-use std::path::Path;
 
 pub use dali::{
     dali_index, dali_index_limit, dali_index_name, read_dali_index, read_dali_index_file,
@@ -38,27 +37,5 @@ pub use ratarmount::{
     RATARMOUNT_MAX_DB, ratarmount_db_limit, ratarmount_index, ratarmount_index_path,
     read_ratarmount,
 };
+pub use shared::shard_samples;
 pub use wids::{WIDS_LIST_LIMIT, read_wids_shard_list, wids_shard_list, wids_url};
-
-use crate::error::TaridxError;
-use crate::format::Row;
-
-fn foreign(file: &Path, why: impl Into<String>) -> TaridxError {
-    TaridxError::Foreign {
-        file: file.to_owned(),
-        why: why.into(),
-    }
-}
-
-/// The rows of shard `fid`, in row order, grouped into samples (runs of one
-/// key).
-pub fn shard_samples(rows: &[Row], fid: u16) -> Vec<Vec<Row>> {
-    let mut samples: Vec<Vec<Row>> = Vec::new();
-    for row in rows.iter().filter(|row| row.fid.get() == fid) {
-        match samples.last_mut() {
-            Some(sample) if sample.last().map(Row::key) == Some(row.key()) => sample.push(*row),
-            _ => samples.push(vec![*row]),
-        }
-    }
-    samples
-}

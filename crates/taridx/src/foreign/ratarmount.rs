@@ -21,7 +21,7 @@ use binfmt_core::Source;
 use rusqlite::limits::Limit;
 use serde_json::json;
 
-use super::foreign;
+use super::shared::foreign;
 use crate::dataset::Dataset;
 use crate::error::{Result, TaridxError};
 use crate::format::Row;

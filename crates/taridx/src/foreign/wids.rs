@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use binfmt_core::{IoResultExt, Source};
 use serde_json::{Value, json};
 
-use super::{foreign, shard_samples};
+use super::shared::{foreign, shard_samples};
 use crate::error::{Result, TaridxError};
 use crate::index::Index;
 
