@@ -167,7 +167,7 @@ fn taridx_folds(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
         let mut paths = Vec::new();
         let mut count = 0;
         for (number, members) in shards.iter().enumerate() {
-            let path = dir.join(format!("{fold}_{number:04}.tar"));
+            let path = dir.join(binfmt_taridx::fold_shard_name(fold, number));
             let mut tar = binfmt_taridx::TarWriter::new(Vec::new());
             for (name, data) in members {
                 tar.append_bytes(name, data).map_err(|e| about(&path, e))?;
@@ -177,7 +177,7 @@ fn taridx_folds(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
             count += members.len();
             paths.push(path);
         }
-        let index = dir.join(format!("{fold}.taridx"));
+        let index = binfmt_taridx::fold_index_path(dir, fold);
         binfmt_taridx::index_shards(&paths, binfmt_taridx::IndexOptions::default(), || {})
             .map_err(|e| about(&index, e))?
             .write_file(&index)
@@ -188,9 +188,10 @@ fn taridx_folds(dir: &Path, fixtures: &mut Vec<Fixture>) -> Result<(), String> {
             &index,
             Some(count),
             &format!(
-                "{exercises} (shards `{fold}_0000.tar`{})",
+                "{exercises} (shards `{}`{})",
+                binfmt_taridx::fold_shard_name(fold, 0),
                 if shards > 1 {
-                    format!(" … `{fold}_{:04}.tar`", shards - 1)
+                    format!(" … `{}`", binfmt_taridx::fold_shard_name(fold, shards - 1))
                 } else {
                     String::new()
                 }

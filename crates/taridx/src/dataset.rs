@@ -16,8 +16,8 @@ use std::sync::OnceLock;
 use binfmt_core::{ByteSource, Source, SourceExt, alloc};
 use zerocopy::{FromZeros, IntoBytes};
 
-use crate::build::{fold_index_path, fold_shards};
 use crate::error::{Result, TaridxError};
+use crate::fold_names::{fold_index_path, fold_shards};
 use crate::format::{ROW_SIZE, Row};
 use crate::index::{Index, rows_contiguous};
 use crate::keys::keyhash;

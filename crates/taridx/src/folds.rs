@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use binfmt_core::IoResultExt;
 use rayon::prelude::*;
 
-use crate::build::{IndexOptions, fold_index_path, index_shards, with_threads};
+use crate::build::{IndexOptions, index_shards, with_threads};
 use crate::error::Result;
+use crate::fold_names::fold_index_path;
 use crate::index::Index;
 
 /// One fold found under a root.

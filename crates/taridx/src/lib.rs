@@ -36,10 +36,12 @@
 //! ```
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod build;
 mod dataset;
 mod error;
+mod fold_names;
 pub mod folds;
 pub mod foreign;
 pub mod format;
@@ -50,14 +52,13 @@ mod places;
 mod sample_writer;
 pub mod shards;
 pub mod tar;
+mod tar_problem;
 mod tar_writer;
 
-pub use build::{
-    IndexBuilder, IndexOptions, IndexWriter, fold_index_path, fold_shard_names, fold_shards,
-    index_fold, index_shards, write_index,
-};
+pub use build::{IndexBuilder, IndexOptions, IndexWriter, index_fold, index_shards, write_index};
 pub use dataset::{Dataset, DatasetOptions};
 pub use error::{Result, RowProblem, TaridxError};
+pub use fold_names::{fold_index_path, fold_shard_name, fold_shard_names, fold_shards};
 pub use format::{MAGIC, Row};
 pub use index::Index;
 pub use keys::{KeyAndExtension, KeyRule, keyhash};

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 
 use binfmt_core::{AtomicFile, Inputs};
 
-use crate::build::{IndexBuilder, fold_index_path, fold_shards};
+use crate::build::IndexBuilder;
 use crate::error::{Result, TaridxError};
+use crate::fold_names::{fold_index_path, fold_shard_name, fold_shards};
 use crate::keys::KeyRule;
 use crate::tar::{BLOCK, Member};
 use crate::tar_writer::TarWriter;
@@ -312,7 +313,7 @@ impl SampleWriter {
         }
         let path = self
             .dir
-            .join(format!("{}_{:04}.tar", self.fold, self.shards.len()));
+            .join(fold_shard_name(&self.fold, self.shards.len()));
         let file = self.inputs.create(&path)?;
         self.shards.push(path);
         self.current = Some((TarWriter::new(file), 0));

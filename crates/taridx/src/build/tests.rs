@@ -1,0 +1,157 @@
+//! The index builder on hand-made members: first-seen ids, contiguity,
+//! crash ids, and shards merged in fid order.
+
+use super::*;
+
+fn member(name: &str, offset: u64) -> Member {
+    Member {
+        offset,
+        size: 1,
+        name: name.as_bytes().to_vec(),
+    }
+}
+
+#[test]
+fn ids_in_first_seen_order_and_contiguity() {
+    let mut builder = IndexBuilder::new(KeyRule::Glzn);
+    for (i, name) in ["a.jpg", "a.json", "b.json", "b.jpg", "a.txt"]
+        .iter()
+        .enumerate()
+    {
+        builder.add(0, member(name, i as u64 * 1024)).unwrap();
+    }
+    let extids: Vec<u16> = builder
+        .rows()
+        .unwrap()
+        .iter()
+        .map(|r| r.extid.get())
+        .collect();
+    assert_eq!(extids, [0, 1, 1, 0, 2]);
+    let bytes = builder.to_bytes().unwrap();
+    let index = crate::Index::new(bytes).unwrap();
+    assert_eq!(index.extensions(), ["jpg", "json", "txt"]);
+    assert_eq!(index.n_stems(), 2);
+    // a, a, b, b, a: three runs for two stems.
+    assert!(!index.is_contiguous());
+    index.verify(None).unwrap();
+}
+
+/// Members of three shards whose stems share hashes (forced: real
+/// xxh64 collisions are out of reach): stem, extension, hash.
+const SHARDS: [&[(&str, &str, u64)]; 3] = [
+    &[("first", "jpg", 42), ("x", "jpg", 7), ("second", "jpg", 42)],
+    &[
+        ("second", "txt", 42),
+        ("third", "jpg", 42),
+        ("first", "txt", 42),
+    ],
+    &[("third", "txt", 42), ("y", "cls", 7), ("x", "txt", 7)],
+];
+
+#[test]
+fn merged_shards_give_the_crash_ids_of_one_sequence() {
+    // Member by member, as one sequence.
+    let mut sequence = IndexBuilder::new(KeyRule::Glzn);
+    // Shard by shard, as index_shards does: each table sorted by the
+    // thread that scanned it, then appended in fid order.
+    let mut merged = IndexBuilder::new(KeyRule::Glzn);
+    for (fid, members) in (0u16..).zip(SHARDS) {
+        let mut table = RowTable::default();
+        for (i, &(stem, extension, key)) in (0u64..).zip(members) {
+            let offset = i * 1024;
+            table
+                .push(fid, offset, 1, stem, extension, key, String::new)
+                .unwrap();
+            sequence
+                .table
+                .push(fid, offset, 1, stem, extension, key, String::new)
+                .unwrap();
+        }
+        table.stems.sort_by_hash().unwrap();
+        merged.table.append(table).unwrap();
+    }
+    let crashids = |builder: &mut IndexBuilder| -> Vec<u32> {
+        let rows = builder.rows().unwrap();
+        rows.iter().map(|r| r.crashid.get()).collect()
+    };
+    // The first stem under a hash is canonical (0); crash ids count
+    // the others in first-seen order, across hashes: 42 -> first (0),
+    // second (1), third (2); 7 -> x (0), y (3).
+    let expected = [0, 0, 1, 1, 2, 0, 2, 3, 0];
+    assert_eq!(crashids(&mut merged), expected);
+    assert_eq!(crashids(&mut sequence), expected);
+    let bytes = merged.to_bytes().unwrap();
+    assert!(bytes == sequence.to_bytes().unwrap());
+    let index = crate::Index::new(bytes).unwrap();
+    assert_eq!(
+        index.crash_stems().collect::<Vec<_>>(),
+        ["second", "third", "y"]
+    );
+    assert_eq!(index.n_stems(), 5);
+    index.verify(None).unwrap();
+}
+
+#[test]
+fn rows_added_after_a_merge_get_ids_too() {
+    let mut builder = IndexBuilder::new(KeyRule::Glzn);
+    let mut table = RowTable::default();
+    for (i, &(stem, extension, key)) in (0u64..).zip(SHARDS[0]) {
+        table
+            .push(0, i * 1024, 1, stem, extension, key, String::new)
+            .unwrap();
+    }
+    table.stems.sort_by_hash().unwrap();
+    builder.table.append(table).unwrap();
+    // Ids given once, then more rows in the same piece and a new stem
+    // under a known hash.
+    assert_eq!(builder.rows().unwrap().len(), 3);
+    for (i, &(stem, extension, key)) in (3u64..).zip(SHARDS[1]) {
+        builder
+            .table
+            .push(1, i * 1024, 1, stem, extension, key, String::new)
+            .unwrap();
+    }
+    let crashids: Vec<u32> = builder
+        .rows()
+        .unwrap()
+        .iter()
+        .map(|r| r.crashid.get())
+        .collect();
+    assert_eq!(crashids, [0, 0, 1, 1, 2, 0]);
+    crate::Index::new(builder.to_bytes().unwrap())
+        .unwrap()
+        .verify(None)
+        .unwrap();
+}
+
+#[test]
+fn colliding_stems_get_crash_ids_in_first_seen_order() {
+    let mut builder = IndexBuilder::new(KeyRule::Glzn);
+    for (i, name) in [
+        "first.jpg",
+        "second.jpg",
+        "first.txt",
+        "third.jpg",
+        "second.txt",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut prepared = Prepared::new(member(name, i as u64 * 1024), KeyRule::Glzn);
+        prepared.key = 42;
+        builder.add_prepared(0, prepared).unwrap();
+    }
+    let crashids: Vec<u32> = builder
+        .rows()
+        .unwrap()
+        .iter()
+        .map(|r| r.crashid.get())
+        .collect();
+    assert_eq!(crashids, [0, 1, 0, 2, 1]);
+    let index = crate::Index::new(builder.to_bytes().unwrap()).unwrap();
+    assert_eq!(index.crash_stems().collect::<Vec<_>>(), ["second", "third"]);
+    assert_eq!(index.crash_id("third"), 2);
+    assert_eq!(index.crash_id("first"), 0);
+    assert_eq!(index.n_stems(), 3);
+    index.verify(None).unwrap();
+}
