@@ -32,28 +32,10 @@ use crate::cache::MemoryCache;
 use crate::disk::DiskCache;
 use crate::error::{RemoteError, Result};
 use crate::location::{Location, Scheme};
-use crate::options::{RemoteOptions, Stats, Warning};
+use crate::options::{Counters, RemoteOptions, Stats, Warning};
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Requests, body bytes and whole-object fetches of one family.
-#[derive(Debug, Default)]
-pub struct Counters {
-    requests: AtomicU64,
-    bytes: AtomicU64,
-    whole_objects: AtomicU64,
-}
-
-impl Counters {
-    pub fn stats(&self) -> Stats {
-        Stats {
-            requests: self.requests.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
-            whole_objects: self.whole_objects.load(Ordering::Relaxed),
-        }
-    }
 }
 
 /// One request and what came back, as [`Counting`] saw it.

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 const KIB: u64 = 1024;
@@ -267,12 +268,31 @@ impl RemoteOptions {
 /// assert_eq!(tally.stats().requests, 0);
 /// ```
 #[derive(Debug, Clone, Default)]
-pub struct Tally(pub(crate) Arc<crate::client::Counters>);
+pub struct Tally(pub(crate) Arc<Counters>);
 
 impl Tally {
     /// Requests and bytes so far, over every source counting here.
     pub fn stats(&self) -> Stats {
         self.0.stats()
+    }
+}
+
+/// Requests, body bytes and whole-object fetches of one family.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) requests: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) whole_objects: AtomicU64,
+}
+
+impl Counters {
+    /// The counts so far.
+    pub(crate) fn stats(&self) -> Stats {
+        Stats {
+            requests: self.requests.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            whole_objects: self.whole_objects.load(Ordering::Relaxed),
+        }
     }
 }
 
