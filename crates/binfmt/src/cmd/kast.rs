@@ -139,20 +139,23 @@ pub struct PackArgs {
 impl PackArgs {
     /// Every raw input with its type.
     fn typed(&self) -> impl Iterator<Item = (ItemType, &(String, PathBuf))> {
-        [
-            (ItemType::Int8, &self.int8),
-            (ItemType::Uint8, &self.uint8),
-            (ItemType::Int16, &self.int16),
-            (ItemType::Uint16, &self.uint16),
-            (ItemType::Int32, &self.int32),
-            (ItemType::Uint32, &self.uint32),
-            (ItemType::Int64, &self.int64),
-            (ItemType::Uint64, &self.uint64),
-            (ItemType::Float32, &self.float32),
-            (ItemType::Float64, &self.float64),
-        ]
-        .into_iter()
-        .flat_map(|(item_type, inputs)| inputs.iter().map(move |input| (item_type, input)))
+        // In type id order, as `ItemType::ALL` lists the types.
+        let inputs = [
+            &self.int8,
+            &self.uint8,
+            &self.int16,
+            &self.uint16,
+            &self.int32,
+            &self.uint32,
+            &self.int64,
+            &self.uint64,
+            &self.float32,
+            &self.float64,
+        ];
+        ItemType::ALL
+            .into_iter()
+            .zip(inputs)
+            .flat_map(|(item_type, inputs)| inputs.iter().map(move |input| (item_type, input)))
     }
 }
 
@@ -302,30 +305,18 @@ fn dump_in(session: &Session, args: &DumpArgs) -> CommandResult {
         return Ok(Status::Success);
     }
     let file = &args.file;
-    match item.item_type() {
-        ItemType::Int8 => print_values::<i8>(file, &item, |v| v.to_string()),
-        ItemType::Uint8 => print_values::<u8>(file, &item, |v| v.to_string()),
-        ItemType::Int16 => print_values::<i16>(file, &item, |v| v.to_string()),
-        ItemType::Uint16 => print_values::<u16>(file, &item, |v| v.to_string()),
-        ItemType::Int32 => print_values::<i32>(file, &item, |v| v.to_string()),
-        ItemType::Uint32 => print_values::<u32>(file, &item, |v| v.to_string()),
-        ItemType::Int64 => print_values::<i64>(file, &item, |v| v.to_string()),
-        ItemType::Uint64 => print_values::<u64>(file, &item, |v| v.to_string()),
-        ItemType::Float32 => print_values::<f32>(file, &item, |v| python_float_repr(f64::from(v))),
-        ItemType::Float64 => print_values::<f64>(file, &item, python_float_repr),
-        other => Err(format!("{}: no printer for {other} values", file.display())),
-    }?;
+    binfmt_kastore::with_element!(
+        item.item_type(),
+        T => print_values::<T>(file, &item),
+        other => Err(format!("{}: no printer for {other} values", file.display()))
+    )?;
     Ok(Status::Success)
 }
 
 /// Prints an array's values one per line, reading it a piece at a time
 /// (memory does not grow with the array; a file cut short underneath is an
 /// error naming it). A closed pipe ends quietly.
-fn print_values<T: Element>(
-    file: &Path,
-    item: &Item<'_>,
-    show: impl Fn(T) -> String,
-) -> Result<(), String> {
+fn print_values<T: Element>(file: &Path, item: &Item<'_>) -> Result<(), String> {
     let pieces = item
         .pieces::<T>(8192)
         .map_err(|error| output::about(file, error))?;
@@ -346,6 +337,15 @@ fn print_values<T: Element>(
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(error) => Err(format!("writing to stdout: {error}")),
         Ok(()) => Ok(()),
+    }
+}
+
+/// One value as the Python package's CLI prints it: an integer in decimal,
+/// a float as Python's `repr()` does.
+fn show<T: Element>(value: T) -> String {
+    match value.float_value() {
+        Some(float) => python_float_repr(float),
+        None => value.to_string(),
     }
 }
 
