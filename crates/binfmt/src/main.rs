@@ -4,6 +4,8 @@
 //! or is bad, 2 for a usage error. Data goes to stdout; messages to stderr,
 //! one line each, naming the file.
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod output;
 
