@@ -20,26 +20,24 @@ mod write;
 
 use std::ffi::c_void;
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::ptr;
 
-use binfmt_core::layout::{IntoBytes, Record, U16, U32, U64};
+use binfmt_core::layout::{IntoBytes, Record};
 use binfmt_core::{ByteSource, Source};
 use binfmt_kastore::format::{
-    ARRAY_ALIGN, DESCRIPTOR_SIZE, HEADER_SIZE, Header, ItemDescriptor, VERSION_MAJOR, VERSION_MINOR,
+    ARRAY_ALIGN, DESCRIPTOR_SIZE, HEADER_SIZE, Header, VERSION_MAJOR, VERSION_MINOR,
 };
 use binfmt_kastore::{ItemType, KastError, SIGNATURE, Store, with_element};
+use numpy::PyArray1;
 use numpy::npyffi::{self, NpyTypes, PY_ARRAY_API, npy_intp};
 use numpy::prelude::*;
-use numpy::{PyArray1, PyReadonlyArray1};
-use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyIterator, PyString, PyTuple};
 
 use crate::errors::{self, StoreClosedError};
-use crate::pyio::{PyReader, PyWriter, owned_file};
+use crate::pyio::{PyReader, owned_file};
 use crate::remote::detach;
 
 /// Arrays at least this large are copied with the GIL released.
@@ -531,8 +529,12 @@ impl NativeStore {
                 .iter()
                 .map(|entry| {
                     let data = catalog.bytes(&window, entry);
-                    with_element!(entry.item_type, T => owned::<T>(py, data, false), other => Err(no_numpy_type(other)))
-                        .map(|array| Some(array.unbind()))
+                    with_element!(
+                        entry.item_type,
+                        T => owned::<T>(py, data, false),
+                        other => Err(no_numpy_type(other))
+                    )
+                    .map(|array| Some(array.unbind()))
                 })
                 .collect::<PyResult<Vec<_>>>()?;
             (None, arrays)
@@ -596,8 +598,12 @@ impl NativeStore {
         };
         let owner = bytes.bind(py);
         let data = loaded.catalog.bytes(&owner.get().window, entry);
-        let array =
-            with_element!(entry.item_type, T => view::<T>(py, data, owner.as_any()), other => Err(no_numpy_type(other)))?.unbind();
+        let array = with_element!(
+            entry.item_type,
+            T => view::<T>(py, data, owner.as_any()),
+            other => Err(no_numpy_type(other))
+        )?
+        .unbind();
         if let Some(slot) = loaded.arrays.get_mut(index) {
             *slot = Some(array.clone_ref(py));
         }
@@ -705,7 +711,11 @@ fn kastore_load_dict<'py>(
     for entry in &catalog.entries {
         let key = Keys::Utf8.decode(py, catalog.key(entry))?;
         let data = catalog.bytes(&window, entry);
-        let array = with_element!(entry.item_type, T => owned::<T>(py, data, true), other => Err(no_numpy_type(other)))?;
+        let array = with_element!(
+            entry.item_type,
+            T => owned::<T>(py, data, true),
+            other => Err(no_numpy_type(other))
+        )?;
         dict.set_item(key, array)?;
     }
     Ok((dict, window.len as u64))
