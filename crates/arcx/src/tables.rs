@@ -1,7 +1,7 @@
 //! The table walker: reads a decompressed manifest of either dialect row by
 //! row (layouts in [`crate::manifest`]), checks its layout, and hands each
 //! row to a [`Visit`]or. Two visitors share it: the whole manifest's
-//! decoder (`manifest.rs`), which keeps every row, and the one-path lookup
+//! decoder (`manifest/decode.rs`), which keeps every row, and the one-path lookup
 //! (`lookup.rs`), which keeps only the rows of the file asked for.
 //!
 //! What the walker checks, for every row it reads whatever the visitor

@@ -51,7 +51,7 @@ impl FileSource {
     }
 
     /// Maps (read-only, populated) each range of at least 64 KiB that a
-    /// reader holds whole ([`SourceExt::region_at`]: an ARCX manifest)
+    /// reader holds whole ([`SourceExt::region_at`](super::SourceExt::region_at): an ARCX manifest)
     /// instead of reading it into fresh memory, which saves the copy, the
     /// page faults on the buffer and its unmapping. The caveat of every map
     /// holds while the range is held: another process truncating the file

@@ -21,7 +21,7 @@ use crate::sys::map_read_only;
 /// cost a `pread` each and no map: no `mmap`, page faults or `munmap`, which
 /// dominate a point access through a map. Large ranges (a whole shard, a
 /// bulk load) are borrowed from the map without a copy, as from
-/// [`ByteSource`]. When mapping fails, every range is read.
+/// [`ByteSource`](super::ByteSource). When mapping fails, every range is read.
 ///
 /// # Examples
 ///

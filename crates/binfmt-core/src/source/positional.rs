@@ -39,7 +39,7 @@ pub trait Source: Send + Sync + fmt::Debug {
     }
 
     /// Fills `buf` with the bytes at `offset`. Callers check the range
-    /// against [`Source::len`] first ([`SourceExt`] does).
+    /// against [`Source::len`] first ([`SourceExt`](super::SourceExt) does).
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
 
     /// What the source is called in error messages: its path or URL.
@@ -53,9 +53,9 @@ pub trait Source: Send + Sync + fmt::Debug {
     }
 
     /// The `len` bytes at `offset` as a read-only map, when the source maps
-    /// ranges (a [`FileSource`] with [`FileSource::map_regions`]); `None`
+    /// ranges (a [`FileSource`](super::FileSource) with [`FileSource::map_regions`](super::FileSource::map_regions)); `None`
     /// otherwise, and the caller reads them. Callers check the range against
-    /// [`Source::len`] first ([`SourceExt::region_at`] does).
+    /// [`Source::len`] first ([`SourceExt::region_at`](super::SourceExt::region_at) does).
     fn map_at(&self, offset: u64, len: u64) -> Option<MappedRange> {
         let _ = (offset, len);
         None
