@@ -1,8 +1,8 @@
 //! The manifest's records: the archive's settings, what an entry is, one
-//! chunk, one block, and a path as its stored directory and name. Every
-//! other part of the manifest (the model, its decoder and encoder, the table
-//! walker) builds on these; they depend on nothing else of the crate but the
-//! codec.
+//! chunk, one block, a path as its stored directory and name, and the spec
+//! dialect's rule for where a chunk starts in its file. Every other part of
+//! the manifest (the model, its decoder and encoder, the table walker)
+//! builds on these; they depend on nothing else of the crate but the codec.
 
 use std::fmt;
 
