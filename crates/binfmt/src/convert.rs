@@ -22,7 +22,7 @@
 //! size first, then reads each value as its bucket is written; a KAST
 //! target reads each array when its turn comes in key order.
 //!
-//! Each target is a format's [`crate::sink::EntrySink`], in that format's
+//! Each target is a format's entry sink (`EntrySink`), in that format's
 //! module of [`crate::formats`].
 
 use std::cell::Cell;

@@ -1,6 +1,6 @@
 //! One module per format, each holding the format's entry source (reading
 //! a file of it as named entries, [`crate::EntrySource`]) and its entry
-//! sink (writing one by conversion, [`crate::sink::EntrySink`]); this module
+//! sink (writing one by conversion, `EntrySink`); this module
 //! opens a file as the format its bytes say and picks a conversion's sink.
 //!
 //! | module | source | sink |
@@ -11,7 +11,7 @@
 //! | [`taridx`] | an index with its fold's shards | shards and an index, sample by sample |
 //!
 //! A fifth format is a new module here with its source and its sink, and a
-//! line in [`open_with`] and [`sink`].
+//! line in [`open_with`] and in the sink dispatch beside it.
 
 use std::path::Path;
 
