@@ -403,4 +403,30 @@ mod tests {
         let plain = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
         assert!(matches!(from_io(plain, "a.arcx"), Error::Core { .. }));
     }
+
+    #[test]
+    fn who_names_the_file_is_decided_by_the_error_type() {
+        let io = binfmt_core::Error::io("x.arcx", std::io::Error::other("gone"));
+        assert!(io.names("x.arcx"));
+        // A longer path that merely starts the same is another file.
+        assert!(!io.names("x"));
+        let arcx = binfmt_arcx::ArcxError::Core(io);
+        assert!(arcx.names("x.arcx"));
+        let checksum = binfmt_arcx::ArcxError::FileChecksum {
+            path: "x.arcx".into(),
+        };
+        assert!(!checksum.names("x.arcx"));
+        assert!(!"x.arcx: a message".names("x.arcx"));
+        let error = Error::Arcx {
+            file: "x.arcx".into(),
+            source: arcx,
+        };
+        assert_eq!(error.to_string(), "x.arcx: gone");
+        assert!(
+            core_error(&binfmt_arcx::ArcxError::Core(binfmt_core::Error::corrupt(
+                "a", "b"
+            )))
+            .is_some()
+        );
+    }
 }
