@@ -136,23 +136,13 @@ impl ArcxError {
     /// [`crate::FileReader`] reports its failures that way), or the I/O
     /// error itself, about `path`, as [`ArcxError::Core`].
     pub fn from_io(error: io::Error, path: &std::path::Path) -> Self {
-        if !error.get_ref().is_some_and(|inner| inner.is::<ArcxError>()) {
-            return ArcxError::Core(binfmt_core::Error::io(path, error));
-        }
-        match error
-            .into_inner()
-            .map(|inner| inner.downcast::<ArcxError>())
-        {
-            Some(Ok(arcx)) => *arcx,
-            _ => ArcxError::Core(binfmt_core::Error::corrupt(
-                "entry reader",
-                "an error was lost",
-            )),
-        }
+        binfmt_core::carry::take(error)
+            .unwrap_or_else(|error| ArcxError::Core(binfmt_core::Error::io(path, error)))
     }
 
-    /// This error as an I/O error, for `Read` implementations.
+    /// This error as an I/O error, for `Read` implementations
+    /// ([`binfmt_core::carry`]).
     pub(crate) fn into_io(self) -> io::Error {
-        io::Error::other(self)
+        binfmt_core::carry::into_io(self)
     }
 }

@@ -27,6 +27,8 @@
 //! - [`print`]: the printer gate, [`print::line`]: every line shown to a
 //!   person, escaped and without secrets;
 //! - [`io`]: [`io::write_all_vectored`], a record's parts in one write;
+//! - [`carry`]: a typed error carried through `std::io::Error` (out of a
+//!   `Read` implementation) and found again;
 //! - [`error`]: [`Error`], the one error type, whose variants say what is
 //!   wrong and where.
 
@@ -36,6 +38,7 @@
 
 pub mod alloc;
 pub mod atomic;
+pub mod carry;
 pub mod cursor;
 #[cfg(unix)]
 pub mod dir;

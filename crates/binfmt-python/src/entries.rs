@@ -176,9 +176,10 @@ fn read_whole(source: &dyn EntrySource, name: &str) -> PyResult<Vec<u8>> {
 fn sniff(py: Python<'_>, location: PathBuf) -> PyResult<&'static str> {
     let format = remote::detach(py, || -> Result<_, remote::BoxError> {
         let opened = binfmt::open_source(&location, &remote::open_options())?;
-        Ok(match opened.remote {
-            Some(_) => binfmt::sniff_tail_first(&*opened.source)?,
-            None => binfmt::sniff_source(&*opened.source)?,
+        Ok(if opened.origin.is_remote() {
+            binfmt::sniff_tail_first(&*opened.source)?
+        } else {
+            binfmt::sniff_source(&*opened.source)?
         })
     })?
     .map_err(|error| errors::binfmt(&*error))?;

@@ -125,45 +125,16 @@ pub(crate) fn binfmt(error: &(dyn StdError + 'static)) -> PyErr {
 /// Walks `error`'s chain of causes for what decides the exception class
 /// (an I/O failure, a missing entry, a directory); a format error otherwise.
 fn classify(error: &(dyn StdError + 'static), message: String, family: Family) -> PyErr {
-    let mut layer: Option<&(dyn StdError + 'static)> = Some(error);
-    while let Some(current) = layer {
-        if let Some(found) = decisive(current, &message) {
-            return found;
-        }
-        layer = match current.downcast_ref::<io::Error>() {
-            // `io::Error::other(inner)`: its source is not the inner error.
-            Some(io_error) => io_error.get_ref().map(|inner| inner as _),
-            None => current.source(),
-        };
-    }
-    family.format_error(message)
+    binfmt_core::carry::chain(error)
+        .find_map(|layer| decisive(layer, &message))
+        .unwrap_or_else(|| family.format_error(message))
 }
 
 /// The exception `layer` decides on, if it decides one.
 fn decisive(layer: &(dyn StdError + 'static), message: &str) -> Option<PyErr> {
     // Format errors carry core errors transparently: their `source()` skips
     // the core error, so it is looked at here.
-    let core = layer
-        .downcast_ref::<binfmt_core::Error>()
-        .or_else(|| match layer.downcast_ref::<KastError>() {
-            Some(KastError::Core(core)) => Some(core),
-            _ => None,
-        })
-        .or_else(|| match layer.downcast_ref::<binfmt_arcx::ArcxError>() {
-            Some(binfmt_arcx::ArcxError::Core(core)) => Some(core),
-            _ => None,
-        })
-        .or_else(|| match layer.downcast_ref::<binfmt_parcode::ParError>() {
-            Some(binfmt_parcode::ParError::Core(core)) => Some(core),
-            _ => None,
-        })
-        .or_else(
-            || match layer.downcast_ref::<binfmt_taridx::TaridxError>() {
-                Some(binfmt_taridx::TaridxError::Core(core)) => Some(core),
-                _ => None,
-            },
-        );
-    if let Some(core) = core.map(binfmt_core::Error::innermost) {
+    if let Some(core) = binfmt::core_error(layer).map(binfmt_core::Error::innermost) {
         return match core {
             binfmt_core::Error::Io { path, source } => Some(io_error(source, Some(path), message)),
             binfmt_core::Error::NotRegularFile { path, kind } => {
@@ -223,18 +194,12 @@ pub(crate) fn io_error(error: &io::Error, path: Option<&Path>, message: &str) ->
 /// The OS error code of `error`, or of an I/O error it wraps (temporary
 /// files wrap theirs with the path).
 fn os_code(error: &io::Error) -> Option<i32> {
-    if let Some(code) = error.raw_os_error() {
-        return Some(code);
-    }
-    let mut layer: Option<&(dyn StdError + 'static)> = error.get_ref().map(|inner| inner as _);
-    while let Some(current) = layer {
-        if let Some(code) = current
+    if let Some(code) = binfmt_core::carry::chain(error).find_map(|layer| {
+        layer
             .downcast_ref::<io::Error>()
             .and_then(io::Error::raw_os_error)
-        {
-            return Some(code);
-        }
-        layer = current.source();
+    }) {
+        return Some(code);
     }
     // Some wrappers hide the code but keep the kind: the codes of the kinds
     // Python has subclasses for (the same numbers on Linux and macOS).
@@ -283,5 +248,5 @@ pub(crate) fn panicked(message: String) -> PyErr {
 /// A Python exception carried through Rust I/O (a Python file object's
 /// `read` or `write` failed).
 pub(crate) fn python_in_io(error: PyErr) -> io::Error {
-    io::Error::other(error)
+    binfmt_core::carry::into_io(error)
 }

@@ -6,6 +6,7 @@
 //! its one-line message.
 
 use std::fmt;
+use std::path::Path;
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -109,18 +110,114 @@ pub enum Error {
     },
 }
 
-/// Shows `error` after `file`, unless the message already starts with it
-/// (I/O errors name their path).
+/// Shows `error` after `file`, unless the error already starts by naming it
+/// ([`LeadingPath`]: I/O errors name their path).
 struct About<'a, E>(&'a String, &'a E);
 
-impl<E: fmt::Display> fmt::Display for About<'_, E> {
+impl<E: fmt::Display + LeadingPath> fmt::Display for About<'_, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let message = self.1.to_string();
-        if message.starts_with(self.0.as_str()) {
-            f.write_str(&message)
+        if self.1.names(self.0) {
+            self.1.fmt(f)
         } else {
-            write!(f, "{}: {message}", self.0)
+            write!(f, "{}: {}", self.0, self.1)
         }
+    }
+}
+
+/// The path an error's message starts with, when it starts with one
+/// (`PATH: what went wrong`): decided by the error's type and variant, so a
+/// message about a file names it once, whoever adds the file.
+pub trait LeadingPath {
+    /// The path the message starts with, if it starts with one.
+    fn leading_path(&self) -> Option<&Path>;
+
+    /// Whether the message already starts by naming `file`.
+    fn names(&self, file: &str) -> bool {
+        self.leading_path()
+            .is_some_and(|path| path.display().to_string() == file)
+    }
+}
+
+impl<T: LeadingPath + ?Sized> LeadingPath for &T {
+    fn leading_path(&self) -> Option<&Path> {
+        (**self).leading_path()
+    }
+}
+
+/// A message written out names no path of its own.
+impl LeadingPath for str {
+    fn leading_path(&self) -> Option<&Path> {
+        None
+    }
+}
+
+impl LeadingPath for String {
+    fn leading_path(&self) -> Option<&Path> {
+        None
+    }
+}
+
+/// An `io::Error` says what failed, not where.
+impl LeadingPath for std::io::Error {
+    fn leading_path(&self) -> Option<&Path> {
+        None
+    }
+}
+
+impl LeadingPath for binfmt_core::Error {
+    fn leading_path(&self) -> Option<&Path> {
+        match self {
+            Self::Io { path, .. } | Self::NotRegularFile { path, .. } => Some(path),
+            Self::OutputIsInput { output, .. } => Some(output),
+            _ => None,
+        }
+    }
+}
+
+impl LeadingPath for binfmt_arcx::ArcxError {
+    fn leading_path(&self) -> Option<&Path> {
+        match self {
+            Self::Core(core) => core.leading_path(),
+            _ => None,
+        }
+    }
+}
+
+impl LeadingPath for binfmt_kastore::KastError {
+    fn leading_path(&self) -> Option<&Path> {
+        match self {
+            Self::Core(core) => core.leading_path(),
+            Self::Npy { path, .. } => Some(Path::new(path)),
+            _ => None,
+        }
+    }
+}
+
+impl LeadingPath for binfmt_parcode::ParError {
+    fn leading_path(&self) -> Option<&Path> {
+        match self {
+            Self::Core(core) => core.leading_path(),
+            _ => None,
+        }
+    }
+}
+
+impl LeadingPath for binfmt_taridx::TaridxError {
+    fn leading_path(&self) -> Option<&Path> {
+        match self {
+            Self::Core(core) => core.leading_path(),
+            Self::CompressedShard { shard, .. } => Some(shard),
+            Self::OutputIsInput { output, .. } => Some(output),
+            Self::Foreign { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+}
+
+/// Every message of this crate starts with its file.
+impl LeadingPath for Error {
+    fn leading_path(&self) -> Option<&Path> {
+        Some(Path::new(self.file()))
     }
 }
 
@@ -175,25 +272,80 @@ pub(crate) trait InFile<T> {
     fn in_file(self, file: &str) -> Result<T>;
 }
 
-macro_rules! in_file {
-    ($($source:ty => $variant:ident),*) => {$(
-        impl<T> InFile<T> for std::result::Result<T, $source> {
+/// The format crates' error types and the variant of [`Error`] each one
+/// becomes: the one list that attaching a file ([`InFile`]), taking an
+/// error back out of an `io::Error` ([`from_io`]) and finding the shared
+/// error inside one ([`core_error`]) go by.
+macro_rules! format_errors {
+    ($($source:ty => $variant:ident),*) => {
+        $(
+            impl<T> InFile<T> for std::result::Result<T, $source> {
+                fn in_file(self, file: &str) -> Result<T> {
+                    self.map_err(|source| Error::$variant {
+                        file: file.to_owned(),
+                        source,
+                    })
+                }
+            }
+        )*
+
+        impl<T> InFile<T> for std::result::Result<T, binfmt_core::Error> {
             fn in_file(self, file: &str) -> Result<T> {
-                self.map_err(|source| Error::$variant {
+                self.map_err(|source| Error::Core {
                     file: file.to_owned(),
                     source,
                 })
             }
         }
-    )*};
+
+        /// The error `carried` holds ([`binfmt_core::carry`]) as this
+        /// crate's error about `file`; `carried` back when it holds none.
+        fn take_carried(carried: std::io::Error, file: &str) -> Result<Error, std::io::Error> {
+            use binfmt_core::carry::take;
+            let carried = match take::<Error>(carried) {
+                // A reader of this crate's own (one opening its entry
+                // lazily) reports an error that already names its file and
+                // entry.
+                Ok(ours) => return Ok(ours),
+                Err(other) => other,
+            };
+            $(
+                let carried = match take::<$source>(carried) {
+                    Ok(source) => return Ok(Error::$variant { file: file.to_owned(), source }),
+                    Err(other) => other,
+                };
+            )*
+            take::<binfmt_core::Error>(carried).map(|source| Error::Core {
+                file: file.to_owned(),
+                source,
+            })
+        }
+
+        /// The error every format shares, when `error` is one or is a format
+        /// error made of one (format errors show theirs transparently, so
+        /// `source()` skips it).
+        pub fn core_error<'a>(
+            error: &'a (dyn std::error::Error + 'static),
+        ) -> Option<&'a binfmt_core::Error> {
+            if let Some(core) = error.downcast_ref::<binfmt_core::Error>() {
+                return Some(core);
+            }
+            $({
+                type Format = $source;
+                if let Some(Format::Core(core)) = error.downcast_ref::<Format>() {
+                    return Some(core);
+                }
+            })*
+            None
+        }
+    };
 }
 
-in_file!(
+format_errors!(
     binfmt_arcx::ArcxError => Arcx,
     binfmt_kastore::KastError => Kast,
     binfmt_parcode::ParError => Par4,
-    binfmt_taridx::TaridxError => Taridx,
-    binfmt_core::Error => Core
+    binfmt_taridx::TaridxError => Taridx
 );
 
 impl<T> InFile<T> for std::io::Result<T> {
@@ -205,81 +357,10 @@ impl<T> InFile<T> for std::io::Result<T> {
 /// An I/O error from an entry reader: the format error inside it when there
 /// is one (readers report checksum failures that way), plain I/O otherwise.
 pub(crate) fn from_io(error: std::io::Error, file: &str) -> Error {
-    let file = file.to_owned();
-    // A reader of this crate's own (one opening its entry lazily) reports
-    // an error that already names its file and entry.
-    if error.get_ref().is_some_and(|inner| inner.is::<Error>()) {
-        return match error.into_inner().map(|inner| inner.downcast::<Error>()) {
-            Some(Ok(ours)) => *ours,
-            _ => lost(file),
-        };
-    }
-    let wraps_ours = error.get_ref().is_some_and(|inner| {
-        inner.is::<binfmt_arcx::ArcxError>()
-            || inner.is::<binfmt_kastore::KastError>()
-            || inner.is::<binfmt_parcode::ParError>()
-            || inner.is::<binfmt_taridx::TaridxError>()
-            || inner.is::<binfmt_core::Error>()
-    });
-    if !wraps_ours {
-        return Error::Core {
-            source: binfmt_core::Error::io(&file, error),
-            file,
-        };
-    }
-    let Some(inner) = error.into_inner() else {
-        return lost(file);
-    };
-    let inner = match inner.downcast::<binfmt_arcx::ArcxError>() {
-        Ok(source) => {
-            return Error::Arcx {
-                file,
-                source: *source,
-            };
-        }
-        Err(other) => other,
-    };
-    let inner = match inner.downcast::<binfmt_kastore::KastError>() {
-        Ok(source) => {
-            return Error::Kast {
-                file,
-                source: *source,
-            };
-        }
-        Err(other) => other,
-    };
-    let inner = match inner.downcast::<binfmt_parcode::ParError>() {
-        Ok(source) => {
-            return Error::Par4 {
-                file,
-                source: *source,
-            };
-        }
-        Err(other) => other,
-    };
-    let inner = match inner.downcast::<binfmt_taridx::TaridxError>() {
-        Ok(source) => {
-            return Error::Taridx {
-                file,
-                source: *source,
-            };
-        }
-        Err(other) => other,
-    };
-    match inner.downcast::<binfmt_core::Error>() {
-        Ok(source) => Error::Core {
-            file,
-            source: *source,
-        },
-        Err(_) => lost(file),
-    }
-}
-
-fn lost(file: String) -> Error {
-    Error::Core {
-        file,
-        source: binfmt_core::Error::corrupt("entry reader", "an error was lost"),
-    }
+    take_carried(error, file).unwrap_or_else(|plain| Error::Core {
+        source: binfmt_core::Error::io(file, plain),
+        file: file.to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -321,5 +402,31 @@ mod tests {
         ));
         let plain = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
         assert!(matches!(from_io(plain, "a.arcx"), Error::Core { .. }));
+    }
+
+    #[test]
+    fn who_names_the_file_is_decided_by_the_error_type() {
+        let io = binfmt_core::Error::io("x.arcx", std::io::Error::other("gone"));
+        assert!(io.names("x.arcx"));
+        // A longer path that merely starts the same is another file.
+        assert!(!io.names("x"));
+        let arcx = binfmt_arcx::ArcxError::Core(io);
+        assert!(arcx.names("x.arcx"));
+        let checksum = binfmt_arcx::ArcxError::FileChecksum {
+            path: "x.arcx".into(),
+        };
+        assert!(!checksum.names("x.arcx"));
+        assert!(!"x.arcx: a message".names("x.arcx"));
+        let error = Error::Arcx {
+            file: "x.arcx".into(),
+            source: arcx,
+        };
+        assert_eq!(error.to_string(), "x.arcx: gone");
+        assert!(
+            core_error(&binfmt_arcx::ArcxError::Core(binfmt_core::Error::corrupt(
+                "a", "b"
+            )))
+            .is_some()
+        );
     }
 }

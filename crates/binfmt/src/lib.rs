@@ -22,17 +22,22 @@
 #![forbid(unsafe_code)]
 
 pub mod convert;
+mod element_types;
 pub mod entries;
 mod error;
-mod listing;
+pub mod formats;
+pub mod origin;
+mod sink;
 pub mod sniff;
 
 pub use convert::{
     ConvertOptions, ConvertSummary, TYPES_ENTRY, convert, convert_source, convert_with_progress,
 };
-pub use entries::{
-    Entry, EntrySource, ExtractOptions, OpenOptions, Opened, extract, is_remote, open,
-    open_dataset, open_source, open_stream, open_with,
-};
-pub use error::{Error, Result};
+pub use entries::{Entry, EntrySource, ExtractOptions, extract};
+pub use error::{Error, LeadingPath, Result, core_error};
+pub use formats::kast::open_stream;
+pub use formats::par4::check_par4_entries;
+pub use formats::taridx::open_dataset;
+pub use formats::{open, open_with};
+pub use origin::{OpenOptions, Opened, Origin, is_remote, open_source};
 pub use sniff::{Format, sniff, sniff_bytes, sniff_source, sniff_tail_first};

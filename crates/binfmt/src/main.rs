@@ -31,11 +31,11 @@ struct Cli {
 #[command(defer = true)]
 enum Command {
     Sniff(cmd::sniff::Args),
-    Info(cmd::generic::InfoArgs),
-    List(cmd::generic::ListArgs),
-    Get(cmd::generic::GetArgs),
-    Extract(cmd::generic::ExtractArgs),
-    Verify(cmd::generic::VerifyArgs),
+    Info(cmd::args::InfoArgs),
+    List(cmd::args::ListArgs),
+    Get(cmd::args::GetArgs),
+    Extract(cmd::args::ExtractArgs),
+    Verify(cmd::args::VerifyArgs),
     Convert(cmd::generic::ConvertArgs),
     Completions(CompletionsArgs),
     Tour(cmd::tour::Args),

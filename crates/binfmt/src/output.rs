@@ -4,14 +4,17 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::process::ExitCode;
 
 /// A message that names `path` exactly once: `PATH: message`, or the
-/// message as it is when it already starts with the path.
-pub fn about(path: &std::path::Path, error: impl std::fmt::Display) -> String {
-    let message = error.to_string();
+/// message as it is when the error already starts by naming the path
+/// ([`binfmt::LeadingPath`]).
+pub fn about(
+    path: &std::path::Path,
+    error: impl std::fmt::Display + binfmt::LeadingPath,
+) -> String {
     let name = path.display().to_string();
-    if message.starts_with(&name) {
-        message
+    if error.names(&name) {
+        error.to_string()
     } else {
-        format!("{name}: {message}")
+        format!("{name}: {error}")
     }
 }
 

@@ -307,20 +307,18 @@ impl ParError {
     /// (a [`crate::ValueReader`] reports failures as `io::Error::other`), or
     /// the `io::Error` itself wrapped as [`ParError::Io`].
     pub fn from_io(error: io::Error) -> Self {
-        match error.downcast::<Self>() {
-            Ok(inner) => inner,
-            Err(source) => Self::Io {
-                during: "reading a PAR4 value",
-                source,
-            },
-        }
+        binfmt_core::carry::take(error).unwrap_or_else(|source| Self::Io {
+            during: "reading a PAR4 value",
+            source,
+        })
     }
 
-    /// This error as an `io::Error` that [`ParError::from_io`] recovers.
+    /// This error as an `io::Error` that [`ParError::from_io`] recovers
+    /// ([`binfmt_core::carry`]); an I/O failure is its own `io::Error`.
     pub fn into_io(self) -> io::Error {
         match self {
             Self::Io { source, .. } => source,
-            other => io::Error::other(other),
+            other => binfmt_core::carry::into_io(other),
         }
     }
 }

@@ -181,16 +181,13 @@ impl RemoteError {
     /// [`binfmt_core::Error::Io`] puts in front; [`RemoteError::from_io`]
     /// gets the error back.
     pub fn into_io(self) -> io::Error {
-        io::Error::new(self.io_kind(), InIo(self))
+        binfmt_core::carry::into_io_as(self.io_kind(), InIo(self))
     }
 
     /// The remote error inside an `io::Error` made by
-    /// [`RemoteError::into_io`], if it is one.
+    /// [`RemoteError::into_io`], if it carries one ([`binfmt_core::carry`]).
     pub fn from_io(error: &io::Error) -> Option<&RemoteError> {
-        error
-            .get_ref()
-            .and_then(|inner| inner.downcast_ref::<InIo>())
-            .map(|inner| &inner.0)
+        binfmt_core::carry::find::<InIo>(error).map(|inner| &inner.0)
     }
 }
 

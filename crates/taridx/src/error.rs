@@ -490,16 +490,14 @@ impl TaridxError {
     /// The error inside an `io::Error` that a member reader returned, or
     /// a plain I/O error wrapped (named after `path`).
     pub fn from_io(error: io::Error, path: impl Into<PathBuf>) -> Self {
-        match error.downcast::<TaridxError>() {
-            Ok(error) => error,
-            Err(error) => Self::Core(binfmt_core::Error::io(path, error)),
-        }
+        binfmt_core::carry::take(error)
+            .unwrap_or_else(|error| Self::Core(binfmt_core::Error::io(path, error)))
     }
 
     /// Turns the error into an `io::Error` that [`TaridxError::from_io`]
-    /// recovers.
+    /// recovers ([`binfmt_core::carry`]).
     pub fn into_io(self) -> io::Error {
-        io::Error::other(self)
+        binfmt_core::carry::into_io(self)
     }
 }
 

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use binfmt::Format;
 use binfmt_arcx::{Archive, Dialect, FileKind, PackOptions, PackProgress};
 
+use crate::cmd::args::{self, DialectArg};
 use crate::cmd::generic;
+use crate::cmd::info::{Counts, Info};
 use crate::cmd::remote::Session;
 use crate::output::{self, CommandResult, Status};
 
@@ -13,30 +15,12 @@ use crate::output::{self, CommandResult, Status};
 #[derive(Debug, clap::Subcommand)]
 #[command(defer = true)]
 pub enum Command {
-    Info(generic::InfoArgs),
-    List(generic::ListArgs),
-    Get(generic::GetArgs),
-    Extract(generic::ExtractArgs),
-    Verify(generic::VerifyArgs),
+    Info(args::InfoArgs),
+    List(args::ListArgs),
+    Get(args::GetArgs),
+    Extract(args::ExtractArgs),
+    Verify(args::VerifyArgs),
     Pack(PackArgs),
-}
-
-/// `--dialect`, for `arcx pack` and `convert --to arcx`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum DialectArg {
-    /// The layout of the format's specification (default).
-    Spec,
-    /// What the arcx 0.3.0 tool reads and writes.
-    ArcxCli,
-}
-
-impl From<DialectArg> for Dialect {
-    fn from(dialect: DialectArg) -> Self {
-        match dialect {
-            DialectArg::Spec => Dialect::Spec,
-            DialectArg::ArcxCli => Dialect::ArcxCli,
-        }
-    }
 }
 
 /// Pack the tree under DIR into an archive.
@@ -97,7 +81,7 @@ fn open(
     path: &std::path::Path,
 ) -> Result<Archive<Box<dyn binfmt_core::Source>>, String> {
     let opened = session.source(path)?;
-    let options = binfmt_arcx::OpenOptions::default().check_header(opened.remote.is_none());
+    let options = binfmt_arcx::OpenOptions::default().check_header(!opened.origin.is_remote());
     Archive::with_options(opened.source, options).map_err(|error| output::about(path, error))
 }
 
@@ -162,7 +146,7 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn list(args: &generic::ListArgs) -> CommandResult {
+fn list(args: &args::ListArgs) -> CommandResult {
     args.remote.counted(|session| list_in(session, args))
 }
 
@@ -171,12 +155,12 @@ fn list(args: &generic::ListArgs) -> CommandResult {
 /// header to `verify`, saving a request).
 fn listing(session: &Session, path: &std::path::Path) -> Result<binfmt_arcx::Listing, String> {
     let opened = session.source(path)?;
-    let options = binfmt_arcx::OpenOptions::default().check_header(opened.remote.is_none());
+    let options = binfmt_arcx::OpenOptions::default().check_header(!opened.origin.is_remote());
     binfmt_arcx::Listing::open(&opened.source, options).map_err(|error| output::about(path, error))
 }
 
 /// Prints each entry as the manifest's walk hands it on: nothing is kept.
-fn list_in(session: &Session, args: &generic::ListArgs) -> CommandResult {
+fn list_in(session: &Session, args: &args::ListArgs) -> CommandResult {
     let listing = listing(session, &args.file)?;
     let file = args.file.display().to_string();
     generic::to_stdout_streamed(|out| {
@@ -248,12 +232,9 @@ fn listed(file: binfmt_arcx::Listed<'_>) -> Listed {
     }
 }
 
+/// What `arcx info` adds to the counts.
 #[derive(Debug, serde::Serialize)]
-struct Info {
-    path: String,
-    format: Format,
-    entries: usize,
-    bytes: u64,
+struct Details {
     dialect: &'static str,
     blocks: usize,
     stored_bytes: u64,
@@ -263,52 +244,56 @@ struct Info {
     zstd_level: u64,
 }
 
-fn info(args: &generic::InfoArgs) -> CommandResult {
+fn info(args: &args::InfoArgs) -> CommandResult {
     args.remote.counted(|session| info_in(session, args))
 }
 
-fn info_in(session: &Session, args: &generic::InfoArgs) -> CommandResult {
+fn info_in(session: &Session, args: &args::InfoArgs) -> CommandResult {
     // Totals come from one walk of the manifest; no table is built.
     let listing = listing(session, &args.file)?;
     let summary = listing.summary();
-    let info = Info {
-        path: args.file.display().to_string(),
+    let counts = Counts {
         format: Format::Arcx,
-        dialect: summary.dialect.name(),
         entries: usize::try_from(summary.files).unwrap_or(usize::MAX),
         bytes: summary.bytes,
-        blocks: usize::try_from(summary.blocks).unwrap_or(usize::MAX),
-        stored_bytes: summary.stored_bytes,
-        archive_size: summary.archive_size,
-        block_size: summary.config.small_file_threshold,
-        chunk_size: summary.config.chunk_size,
-        zstd_level: summary.config.zstd_level,
     };
-    if args.json {
-        output::print_json(&info)?;
-    } else {
-        output::print(&format!(
+    let (entries, bytes) = (counts.entries, counts.bytes);
+    let info = Info {
+        path: args.file.display().to_string(),
+        counts: Some(counts),
+        details: Details {
+            dialect: summary.dialect.name(),
+            blocks: usize::try_from(summary.blocks).unwrap_or(usize::MAX),
+            stored_bytes: summary.stored_bytes,
+            archive_size: summary.archive_size,
+            block_size: summary.config.small_file_threshold,
+            chunk_size: summary.config.chunk_size,
+            zstd_level: summary.config.zstd_level,
+        },
+    };
+    info.print(args.json, |info| {
+        let details = &info.details;
+        format!(
             "path: {}\nformat: ARCX 0.1, {} dialect\nentries: {} ({} bytes)\nblocks: {} ({} bytes stored)\narchive size: {} bytes\nblock size: {} bytes\nchunk size: {} bytes\nzstd level: {}\n",
-            output::escape(&info.path),
-            info.dialect,
-            info.entries,
-            info.bytes,
-            info.blocks,
-            info.stored_bytes,
-            info.archive_size,
-            info.block_size,
-            info.chunk_size,
-            info.zstd_level
-        ))?;
-    }
-    Ok(Status::Success)
+            info.shown_path(),
+            details.dialect,
+            entries,
+            bytes,
+            details.blocks,
+            details.stored_bytes,
+            details.archive_size,
+            details.block_size,
+            details.chunk_size,
+            details.zstd_level
+        )
+    })
 }
 
-fn verify(args: &generic::VerifyArgs) -> CommandResult {
+fn verify(args: &args::VerifyArgs) -> CommandResult {
     args.remote.counted(|session| verify_in(session, args))
 }
 
-fn verify_in(session: &Session, args: &generic::VerifyArgs) -> CommandResult {
+fn verify_in(session: &Session, args: &args::VerifyArgs) -> CommandResult {
     let archive = open(session, &args.file)?;
     let summary = archive
         .verify()

@@ -12,111 +12,12 @@ use std::path::{Path, PathBuf};
 
 use binfmt::{EntrySource, Format};
 
-use crate::cmd::arcx::DialectArg;
+use crate::cmd::args::{
+    DialectArg, ExtractArgs, GetArgs, InfoArgs, KeyRuleArg, ListArgs, VerifyArgs,
+};
+use crate::cmd::info::{Counts, Info, Nothing};
 use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status, failed};
-
-/// Show a file's format, entry count and total size.
-#[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  binfmt info data.arcx\n  binfmt info --json tables.trees")]
-pub struct InfoArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
-    pub file: PathBuf,
-    /// Print a JSON object: {"path", "format", "entries", "bytes"}.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
-}
-
-/// List a file's entries, one per line: SIZE<TAB>NAME.
-///
-/// Control characters in names are escaped in the text listing (\n,
-/// \u{1b}, ...), so a name cannot forge lines; --json shows names as they
-/// are.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  binfmt list data.arcx\n  binfmt list --json shards/train.taridx"
-)]
-pub struct ListArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
-    pub file: PathBuf,
-    /// Print a JSON array of {"name", "size"} (and "kind" where the format
-    /// says what an entry is).
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
-}
-
-/// Write one entry's bytes to stdout (or -o OUT).
-///
-/// With -o the file appears only once every check passed; on stdout the
-/// bytes stream as they are read, and a failed check ends the command with
-/// exit status 1.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  binfmt get data.arcx src/lib.rs\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt get tables.trees nodes/time > time.f64"
-)]
-pub struct GetArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
-    pub file: PathBuf,
-    /// The entry's name, as `list` shows it.
-    pub name: String,
-    /// Where to write (default: stdout).
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
-}
-
-/// Write every entry to a file under DIR named by the entry.
-///
-/// Names that would land outside DIR (absolute, '..', empty components) are
-/// refused, directories on the way are never followed through symlinks,
-/// and each file appears whole or not at all. ARCX archives also restore
-/// modes, modification times and empty directories (never setuid, setgid
-/// or sticky bits); their symlinks only with --symlinks.
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  binfmt extract data.arcx -o out/\n  binfmt extract shards/train.taridx -o train/\n  binfmt extract tables.trees -o arrays/"
-)]
-pub struct ExtractArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
-    pub file: PathBuf,
-    /// The directory to write into (created if missing).
-    #[arg(short, long, value_name = "DIR")]
-    pub output: PathBuf,
-    /// Recreate symlinks stored in an ARCX archive (relative targets inside
-    /// DIR only; never followed).
-    #[arg(long)]
-    pub symlinks: bool,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
-}
-
-/// Check everything the file's format can check.
-#[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  binfmt verify data.arcx")]
-pub struct VerifyArgs {
-    /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file
-    /// ("-": a kastore on standard input), or its http(s):// or s3:// URL.
-    pub file: PathBuf,
-    #[command(flatten)]
-    pub remote: RemoteArgs,
-}
-
-#[derive(Debug, serde::Serialize)]
-struct Info {
-    path: String,
-    format: Format,
-    entries: usize,
-    bytes: u64,
-}
 
 pub fn info(args: &InfoArgs, expect: Option<Format>) -> CommandResult {
     args.remote
@@ -142,22 +43,22 @@ fn info_in(session: &Session, args: &InfoArgs, expect: Option<Format>) -> Comman
     })?;
     let info = Info {
         path: args.file.display().to_string(),
-        format: source.format(),
-        entries,
-        bytes,
+        counts: Some(Counts {
+            format: source.format(),
+            entries,
+            bytes,
+        }),
+        details: Nothing {},
     };
-    if args.json {
-        output::print_json(&info)?;
-    } else {
-        output::print(&format!(
+    info.print(args.json, |info| {
+        format!(
             "path: {}\nformat: {}\nentries: {}\nbytes: {}\n",
-            output::escape(&info.path),
-            info.format,
-            info.entries,
-            info.bytes
-        ))?;
-    }
-    Ok(Status::Success)
+            info.shown_path(),
+            source.format(),
+            entries,
+            bytes
+        )
+    })
 }
 
 pub fn list(args: &ListArgs, expect: Option<Format>) -> CommandResult {
@@ -380,7 +281,7 @@ pub struct ConvertArgs {
     /// TARIDX only: how member names become sample keys (glzn: the basename
     /// before its first dot; webdataset: the whole path before it).
     #[arg(long, value_enum, default_value = "glzn")]
-    taridx_keys: crate::cmd::taridx::KeyRuleArg,
+    taridx_keys: KeyRuleArg,
     /// PAR4 only: compress chunks with LZ4.
     #[arg(long)]
     lz4: bool,

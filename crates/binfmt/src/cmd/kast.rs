@@ -11,7 +11,9 @@ use binfmt_core::{ByteSource, FileSource, Inputs, Source, SourceExt};
 use binfmt_kastore::npy::NpyFile;
 use binfmt_kastore::{Element, Item, ItemType, Store, Writer};
 
+use crate::cmd::args;
 use crate::cmd::generic;
+use crate::cmd::info::{Counts, Info};
 use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
@@ -19,13 +21,13 @@ use crate::output::{self, CommandResult, Status};
 #[derive(Debug, clap::Subcommand)]
 #[command(defer = true)]
 pub enum Command {
-    Info(generic::InfoArgs),
+    Info(args::InfoArgs),
     #[command(visible_alias = "ls")]
     List(ListArgs),
-    Get(generic::GetArgs),
+    Get(args::GetArgs),
     Dump(DumpArgs),
-    Extract(generic::ExtractArgs),
-    Verify(generic::VerifyArgs),
+    Extract(args::ExtractArgs),
+    Verify(args::VerifyArgs),
     Pack(Box<PackArgs>),
 }
 
@@ -376,45 +378,45 @@ fn python_float_repr(value: f64) -> String {
     format!("{mantissa}e{sign}{:02}", exponent.unsigned_abs())
 }
 
+/// What `kast info` adds to the counts.
 #[derive(Debug, serde::Serialize)]
-struct Info {
-    path: String,
-    format: Format,
-    entries: usize,
-    bytes: u64,
+struct Details {
     version: String,
     file_size: u64,
 }
 
-fn info(args: &generic::InfoArgs) -> CommandResult {
+fn info(args: &args::InfoArgs) -> CommandResult {
     args.remote.counted(|session| info_in(session, args))
 }
 
-fn info_in(session: &Session, args: &generic::InfoArgs) -> CommandResult {
+fn info_in(session: &Session, args: &args::InfoArgs) -> CommandResult {
     let store = open(session, &args.file)?;
     let (major, minor) = store.version();
-    let info = Info {
-        path: args.file.display().to_string(),
+    let counts = Counts {
         format: Format::Kast,
-        version: format!("{major}.{minor}"),
         entries: store.len(),
-        file_size: store.file_size(),
         // Every array lies inside the file: the sum is at most its size.
         bytes: store.items().map(|item| item.byte_len()).sum(),
     };
-    if args.json {
-        output::print_json(&info)?;
-    } else {
-        output::print(&format!(
+    let (entries, bytes) = (counts.entries, counts.bytes);
+    let info = Info {
+        path: args.file.display().to_string(),
+        counts: Some(counts),
+        details: Details {
+            version: format!("{major}.{minor}"),
+            file_size: store.file_size(),
+        },
+    };
+    info.print(args.json, |info| {
+        format!(
             "path: {}\nformat: kastore {}\nentries: {}\nfile size: {} bytes\narray data: {} bytes\n",
-            output::escape(&info.path),
-            info.version,
-            info.entries,
-            info.file_size,
-            info.bytes
-        ))?;
-    }
-    Ok(Status::Success)
+            info.shown_path(),
+            info.details.version,
+            entries,
+            info.details.file_size,
+            bytes
+        )
+    })
 }
 
 /// One pack input, opened before anything is written.

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod arcx;
+pub mod args;
 pub mod generic;
+pub mod info;
 pub mod kast;
 pub mod par4;
 pub mod remote;

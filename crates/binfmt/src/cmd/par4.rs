@@ -7,6 +7,7 @@ use binfmt::Format;
 use binfmt_core::Source;
 use binfmt_parcode::{Chunk, ParFile};
 
+use crate::cmd::args;
 use crate::cmd::generic;
 use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
@@ -18,10 +19,10 @@ use crate::output::{self, CommandResult, Status};
 pub enum Command {
     #[command(visible_alias = "inspect")]
     Info(InspectArgs),
-    List(generic::ListArgs),
-    Get(generic::GetArgs),
-    Extract(generic::ExtractArgs),
-    Verify(generic::VerifyArgs),
+    List(args::ListArgs),
+    Get(args::GetArgs),
+    Extract(args::ExtractArgs),
+    Verify(args::VerifyArgs),
 }
 
 /// Print the chunk tree without decoding payloads (also `par4 inspect`).
@@ -128,12 +129,12 @@ fn inspect(session: &Session, args: &InspectArgs) -> CommandResult {
     Ok(Status::Success)
 }
 
-fn verify(session: &Session, args: &generic::VerifyArgs) -> CommandResult {
+fn verify(session: &Session, args: &args::VerifyArgs) -> CommandResult {
     let parfile = open(session, &args.file)?;
     let summary = parfile
         .verify()
         .map_err(|error| output::about(&args.file, error))?;
-    binfmt::entries::check_par4_entries(&parfile, &args.file.display().to_string())
+    binfmt::check_par4_entries(&parfile, &args.file.display().to_string())
         .map_err(|error| error.to_string())?;
     output::print(&format!(
         "{}: ok, {} chunks, {} payload bytes\n",

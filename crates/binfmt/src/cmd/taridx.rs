@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 
 use binfmt_core::Source;
 use binfmt_taridx::{
-    Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
-    TaridxError, fold_index_path, fold_shards, write_index,
+    Dataset, DatasetOptions, Index, IndexOptions, MemberReader, Row, ShardFiles, TaridxError,
+    fold_index_path, fold_shards, write_index,
 };
 
+use crate::cmd::args::{self, KeyRuleArg};
 use crate::cmd::generic;
+use crate::cmd::info::Info;
 use crate::cmd::remote::{RemoteArgs, Session};
 use crate::output::{self, CommandResult, Status};
 
@@ -21,34 +23,14 @@ mod foreign;
 pub enum Command {
     Index(IndexArgs),
     Info(InfoArgs),
-    List(generic::ListArgs),
+    List(args::ListArgs),
     Get(GetArgs),
-    Extract(generic::ExtractArgs),
-    Verify(generic::VerifyArgs),
+    Extract(args::ExtractArgs),
+    Verify(args::VerifyArgs),
     Status(StatusArgs),
     Pack(PackArgs),
     Export(ExportArgs),
     Import(ImportArgs),
-}
-
-/// How member names become sample keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum KeyRuleArg {
-    /// glzn's iTar rule: the basename up to its first dot (the default; the
-    /// index is byte-identical to glzn's).
-    Glzn,
-    /// WebDataset's rule: the whole path up to the basename's first dot
-    /// (recorded in the index: flag bit 1, minor version 1).
-    Webdataset,
-}
-
-impl From<KeyRuleArg> for KeyRule {
-    fn from(arg: KeyRuleArg) -> Self {
-        match arg {
-            KeyRuleArg::Glzn => KeyRule::Glzn,
-            KeyRuleArg::Webdataset => KeyRule::WebDataset,
-        }
-    }
 }
 
 /// Write a .taridx index of tar shards.
@@ -403,9 +385,9 @@ fn index_shards_of(index: &Path, shards: Option<&Path>) -> Result<Vec<PathBuf>, 
     fold_shards(&root, fold).map_err(failed(&root))
 }
 
+/// What `taridx info` reports after the path.
 #[derive(Debug, serde::Serialize)]
-struct Info<'a> {
-    path: String,
+struct Details<'a> {
     version: String,
     keys: &'static str,
     rows: u64,
@@ -424,20 +406,23 @@ fn info_in(session: &Session, args: &InfoArgs) -> CommandResult {
     let (major, minor) = index.version();
     let info = Info {
         path: args.file.display().to_string(),
-        version: format!("{major}.{minor}"),
-        keys: index.key_rule().name(),
-        rows: index.num_rows(),
-        stems: index.n_stems(),
-        extensions: index.extensions(),
-        crash_stems: index.num_crash_stems(),
-        contiguous: index.is_contiguous(),
+        // An index's rows are not entries: no counts.
+        counts: None,
+        details: Details {
+            version: format!("{major}.{minor}"),
+            keys: index.key_rule().name(),
+            rows: index.num_rows(),
+            stems: index.n_stems(),
+            extensions: index.extensions(),
+            crash_stems: index.num_crash_stems(),
+            contiguous: index.is_contiguous(),
+        },
     };
-    if args.json {
-        output::print_json(&info)?;
-    } else {
-        output::print(&format!(
+    info.print(args.json, |report| {
+        let info = &report.details;
+        format!(
             "path: {}\nformat: taridx {}\nkeys: {}\nrows: {}\nstems: {}\nextensions: {}\ncrash stems: {}\ncontiguous: {}\n",
-            output::escape(&info.path),
+            report.shown_path(),
             info.version,
             info.keys,
             info.rows,
@@ -453,9 +438,8 @@ fn info_in(session: &Session, args: &InfoArgs) -> CommandResult {
                 .join(", "),
             info.crash_stems,
             if info.contiguous { "yes" } else { "no" },
-        ))?;
-    }
-    Ok(Status::Success)
+        )
+    })
 }
 
 /// Opens the dataset of an index (a path or a URL): its fold's shards beside

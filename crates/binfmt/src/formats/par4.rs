@@ -1,0 +1,200 @@
+//! PAR4 (Parcode V4): the entries of a root `HashMap<String, Vec<u8>>`
+//! (inline or bucketed), read through the file's source, and that map
+//! written by conversion. A PAR4 file whose root is of another type opens,
+//! but has no named entries (`binfmt par4 inspect` shows its chunk tree).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use binfmt_core::Source;
+
+use crate::element_types::{TYPES_ENTRY, Types};
+use crate::entries::{Entry, EntrySource, Prefetch};
+use crate::error::{Error, InFile, Result};
+use crate::origin::Origin;
+use crate::sink::{ConvertOptions, EntrySink, Input, Written, copy_error};
+use crate::sniff::Format;
+
+/// Opens the PAR4 file in `source`: its global header and its root's
+/// trailer.
+pub(crate) fn open(source: Box<dyn Source>, origin: Origin) -> Result<Box<dyn EntrySource>> {
+    let parfile = binfmt_parcode::ParFile::new(source).in_file(origin.file())?;
+    Ok(Box::new(Par4Entries { parfile, origin }))
+}
+
+/// A PAR4 file whose root is a `HashMap<String, Vec<u8>>`, read through
+/// its source: opening reads the global header and the root's trailer,
+/// a listing each bucket's tables and each entry's key and length prefix,
+/// a value only its bucket's tables and its own bytes (streamed).
+struct Par4Entries {
+    parfile: binfmt_parcode::ParFile<Box<dyn Source>>,
+    origin: Origin,
+}
+
+impl Par4Entries {
+    fn no_entries(&self, error: &binfmt_parcode::ParError) -> Error {
+        Error::Unsupported {
+            file: self.origin.file().to_owned(),
+            why: format!(
+                "the root is not a HashMap<String, Vec<u8>>, so the file has no named entries ({error}); `binfmt par4 inspect` shows its chunk tree"
+            ),
+        }
+    }
+
+    /// The root as a map (reads nothing: the root was read at open).
+    fn map(&self) -> Result<binfmt_parcode::LazyMap<'_, String, Vec<u8>>> {
+        let root = self.parfile.root().in_file(self.origin.file())?;
+        binfmt_parcode::LazyMap::new(root).map_err(|error| self.no_entries(&error))
+    }
+}
+
+impl EntrySource for Par4Entries {
+    fn format(&self) -> Format {
+        Format::Par4
+    }
+
+    fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    fn list(&self) -> Result<Vec<Entry>> {
+        let mut entries: Vec<Entry> = self
+            .map()?
+            .value_lens()
+            .in_file(self.origin.file())?
+            .into_iter()
+            .map(|(name, size)| Entry::new(name, size))
+            .collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+
+    fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
+        match self.map()?.reader(name).in_file(self.origin.file())? {
+            Some(reader) => Ok(Box::new(reader)),
+            None => Err(Error::NotFound {
+                file: self.origin.file().to_owned(),
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    fn verify(&self) -> Result<()> {
+        self.parfile.verify().in_file(self.origin.file())?;
+        check_par4_entries(&self.parfile, self.origin.file())
+    }
+
+    fn prefetch(&self, names: &[&str]) {
+        if self.origin.is_remote()
+            && let Ok(map) = self.map()
+        {
+            map.prefetch(names.iter().copied());
+        }
+    }
+}
+
+/// Checks what a PAR4 file's entries mean, after its chunks are verified:
+/// when the root is a map of string keys and byte values (what `list` and
+/// `get` read), every key against its hash, no key twice, every entry's
+/// length. A root of another type (PAR4 does not record it) has nothing
+/// more to check: an error decoding it as that map is not the file's.
+pub fn check_par4_entries<S: Source>(
+    parfile: &binfmt_parcode::ParFile<S>,
+    file: &str,
+) -> Result<()> {
+    use binfmt_parcode::ParError;
+    let root = parfile.root().in_file(file)?;
+    let Ok(map) = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root) else {
+        return Ok(());
+    };
+    match map.value_lens() {
+        Ok(_) => Ok(()),
+        Err(
+            error @ (ParError::DuplicateKey { .. }
+            | ParError::HashMismatch { .. }
+            | ParError::WrongBucket { .. }
+            | ParError::EntryOutOfOrder { .. }
+            | ParError::EntryLength { .. }
+            | ParError::ChildrenOverlap { .. }
+            | ParError::Lz4 { .. }
+            | ParError::Core(_)),
+        ) => Err(error).in_file(file),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Writes a `HashMap<String, Vec<u8>>` in the bucket layout, compressed
+/// as [`ConvertOptions::par4_compression`] says: every key and size first,
+/// then each value read as its bucket is written.
+pub(crate) struct Sink;
+
+impl EntrySink for Sink {
+    fn write(
+        &self,
+        input: &Input<'_>,
+        entries: &[Entry],
+        types: &Types,
+        output: &Path,
+        options: &ConvertOptions,
+    ) -> Result<(Vec<PathBuf>, Written)> {
+        let file = output.display().to_string();
+        // Keys and sizes first; each value is read when its bucket is written,
+        // so one entry at a time is held, never the whole map.
+        let mut map = binfmt_parcode::BlobMapWriter::new();
+        for entry in types.kept(entries) {
+            map.add(entry.name.as_str(), entry.size);
+        }
+        let record = types.record();
+        if let Some(record) = &record {
+            map.add(TYPES_ENTRY, record.len() as u64);
+        }
+        // The writer reads values in bucket order: announce them in that order.
+        let order = map.write_order().in_file(&file)?;
+        let by_name: HashMap<&str, &Entry> = entries
+            .iter()
+            .map(|entry| (entry.name.as_str(), entry))
+            .collect();
+        let in_order: Vec<Entry> = order
+            .iter()
+            .filter_map(|name| by_name.get(name).map(|entry| (*entry).clone()))
+            .collect();
+        let input = Input {
+            ahead: Prefetch::new(input.source, &in_order),
+            read: Cell::new(input.read.get()),
+            ..*input
+        };
+        // The input's error, when opening an entry failed.
+        let failed = RefCell::new(None);
+        let written = map.write_file(output, options.par4_compression, |name| {
+            if let (Some(record), true) = (&record, name == TYPES_ENTRY) {
+                return Ok(Box::new(record.as_slice()) as Box<dyn Read>);
+            }
+            input.open(name).map_err(|error| {
+                let message = error.to_string();
+                failed.replace(Some(error));
+                std::io::Error::other(message)
+            })
+        });
+        if let Err(error) = written {
+            return Err(match (failed.take(), error) {
+                (Some(input_error), _) => input_error,
+                (None, binfmt_parcode::ParError::ValueRead { key, source }) => {
+                    copy_error(source, &input, &key, output)
+                }
+                (None, other) => Error::Par4 {
+                    file,
+                    source: other,
+                },
+            });
+        }
+        Ok((
+            vec![output.to_owned()],
+            Written {
+                entries: map.len() as u64,
+                extra_bytes: record.map_or(0, |r| r.len() as u64),
+            },
+        ))
+    }
+}
