@@ -133,9 +133,9 @@ impl RemoteShards {
             Err(binfmt_remote::RemoteError::Unsupported { .. }) => {
                 let count = rows.shard_count()?;
                 let names = (0..count)
-                    .map(|fid| format!("{fold}_{fid:04}.tar"))
+                    .map(|fid| binfmt_taridx::fold_shard_name(fold, fid))
                     .collect();
-                (names, Some(format!("{fold}_{count:04}.tar")))
+                (names, Some(binfmt_taridx::fold_shard_name(fold, count)))
             }
             Err(error) => return Err(binfmt_core::Error::from(error).into()),
         };
