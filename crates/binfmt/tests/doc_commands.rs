@@ -9,7 +9,7 @@
 //! `<!-- doc-test: setup: COMMAND -->`) and the scratch directory's files
 //! are described in ARCHITECTURE.md, "Testing the docs".
 
-#![allow(clippy::panic)]
+#![allow(clippy::panic, clippy::indexing_slicing)]
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -334,7 +334,7 @@ fn make_scratch(dir: &Path) {
     run(
         dir,
         "binfmt taridx pack images/ -o shards/train.taridx\n\
-         binfmt taridx pack images/ -o wds/train.taridx\n\
+         binfmt taridx pack images/ -o wds/train.taridx && binfmt taridx index wds/ --fold train\n\
          binfmt taridx pack cat-images/ -o data/train.taridx --max-samples 12 && rm -r cat-images\n\
          binfmt taridx index data/ --fold train\n\
          cp data/train_0000.tar val_0000.tar && cp data/train_0001.tar val_0001.tar\n\
