@@ -28,7 +28,7 @@ def test_the_pages_have_snippets():
     assert len(list(snippets())) >= 4
 
 
-@pytest.mark.parametrize("code", snippets())
+@pytest.mark.parametrize("code", list(snippets()))
 def test_snippet_runs(code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "<snippet>", "exec"), {"__name__": "__doc_snippet__"})
