@@ -62,7 +62,12 @@ pub fn replace(page: &str, key: &str, block: &str) -> Result<String, String> {
 pub fn write(root: &Path, key: &str, command: &str, table: &str) -> Result<(), String> {
     let path = root.join(PAGE);
     let page = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let stamped = block(key, command, &machine(), &utc_now(), table);
+    let mut machine = machine();
+    if cfg!(debug_assertions) {
+        // `cargo run -p xtask` without --release: its own code is slow.
+        machine.push_str(", xtask built without optimizations");
+    }
+    let stamped = block(key, command, &machine, &utc_now(), table);
     let page = replace(&page, key, &stamped)?;
     std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
     eprintln!("wrote the `{key}` table into {}", path.display());
