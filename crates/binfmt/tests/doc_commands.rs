@@ -418,27 +418,49 @@ struct Remote {
     env: Vec<(&'static str, String)>,
 }
 
-fn files_under(dir: &Path, prefix: &str, out: &mut Vec<(String, PathBuf)>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries.filter_map(Result::ok) {
-        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
-        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-            if name != "fixtures" && name != "home" {
-                files_under(&entry.path(), &format!("{name}/"), out);
+/// The scratch files `blocks` name by URL (a TARIDX index with its
+/// shards), as paths relative to the scratch directory.
+fn named_by_url(blocks: &[Block]) -> Vec<String> {
+    let mut names = Vec::new();
+    for block in blocks {
+        for prefix in [EXAMPLE_HTTP, EXAMPLE_S3] {
+            for (at, _) in block.script.match_indices(prefix) {
+                let rest = &block.script[at + prefix.len()..];
+                let name = rest.split_whitespace().next().unwrap_or_default();
+                names.push(name.to_owned());
+                let Some(fold) = name.strip_suffix(".taridx") else {
+                    continue;
+                };
+                let (dir, stem) = fold.rsplit_once('/').unwrap_or(("", fold));
+                let entries = std::fs::read_dir(template().join(dir))
+                    .unwrap_or_else(|e| panic!("{dir}: {e}"));
+                for entry in entries.filter_map(Result::ok) {
+                    let file = entry.file_name().to_string_lossy().into_owned();
+                    if file.starts_with(&format!("{stem}_")) && file.ends_with(".tar") {
+                        let shard = if dir.is_empty() {
+                            file
+                        } else {
+                            format!("{dir}/{file}")
+                        };
+                        names.push(shard);
+                    }
+                }
             }
-        } else {
-            out.push((name, entry.path()));
         }
     }
+    names.sort();
+    names.dedup();
+    names
 }
 
-fn remote() -> Option<Remote> {
+/// Puts the files `blocks` name by URL on the test servers (nginx's
+/// document root and the S3 bucket), under `doc-commands/`.
+fn remote(blocks: &[Block]) -> Option<Remote> {
     let servers = binfmt_tests::interop::servers()?;
-    let mut files = Vec::new();
-    files_under(template(), "", &mut files);
-    for (name, path) in &files {
-        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        write(servers.www.join("doc-commands").join(name), &bytes);
+    for name in named_by_url(blocks) {
+        let path = template().join(&name);
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        write(servers.www.join("doc-commands").join(&name), &bytes);
         servers.s3_put(&format!("doc-commands/{name}"), &bytes);
     }
     Some(Remote {
@@ -482,7 +504,7 @@ fn every_command_reading_urls_runs_against_the_test_servers() {
         .chain(help_blocks().into_iter().filter(|block| block.servers))
         .collect();
     assert!(!blocks.is_empty(), "no remote examples found");
-    let Some(remote) = remote() else {
+    let Some(remote) = remote(&blocks) else {
         return;
     };
     let failures = run_blocks(&blocks, Some(&remote));
