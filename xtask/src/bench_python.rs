@@ -6,14 +6,15 @@
 //! (`binfmt.kastore.load` against `kastore.load`, both engines, on a 1 GiB
 //! file and on a 100,000-key file) and `bench_taridx.py`
 //! (`binfmt.taridx.Dataset` against `wids.ShardListDataset`), which print
-//! their own tables.
+//! their own tables: printed, and returned for `--markdown`.
 
 use std::path::Path;
 use std::process::Command;
 
 /// Builds, installs and runs the benchmark; `python` is the venv's
-/// interpreter, `dir` where the benchmark writes its files.
-pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<(), String> {
+/// interpreter, `dir` where the benchmark writes its files. Returns what
+/// the scripts printed (their tables), which is printed as it comes too.
+pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<String, String> {
     let bin = python
         .parent()
         .ok_or_else(|| format!("{}: not a venv's python", python.display()))?;
@@ -47,15 +48,26 @@ pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<(), String> {
             .arg(&wheel),
     )?;
     std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    let mut tables = String::new();
     for bench in ["bench_kastore.py", "bench_taridx.py"] {
-        run_command(
-            Command::new(python)
-                .arg(root.join("crates/binfmt-python/bench").join(bench))
-                .arg("--dir")
-                .arg(dir),
-        )?;
+        let output = Command::new(python)
+            .arg(root.join("crates/binfmt-python/bench").join(bench))
+            .arg("--dir")
+            .arg(dir)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|error| format!("{bench}: {error}"))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        print!("{text}");
+        if !output.status.success() {
+            return Err(format!("{bench} failed: {}", output.status));
+        }
+        if !tables.is_empty() {
+            tables.push('\n');
+        }
+        tables.push_str(&text);
     }
-    Ok(())
+    Ok(tables)
 }
 
 fn run_command(command: &mut Command) -> Result<(), String> {

@@ -2,4 +2,5 @@
 
 #![deny(missing_docs)]
 
+pub mod bench_page;
 pub mod fixtures;

@@ -11,6 +11,9 @@
 //!   size. `bench python` builds the Python package and times
 //!   `binfmt.kastore` against the `kastore` package and
 //!   `binfmt.taridx.Dataset` against `wids`.
+//!   With `--markdown`, the table (or the Python benchmarks' tables) also
+//!   goes into `docs/benchmarks.md`, stamped with the command, the machine
+//!   and the date ([`xtask::bench_page`]).
 //! - `fuzz --seconds N [TARGET...]`: the libFuzzer targets of `fuzz/`.
 //! - `reference-fixtures`: remakes `fixtures/reference/`, files written by
 //!   the reference implementations (Python `tarfile` and `kastore`, the iTar
@@ -67,6 +70,11 @@ enum Task {
         /// allows) 100x its default size, flagging super-linear growth.
         #[arg(long)]
         scale: bool,
+        /// Also write the table into docs/benchmarks.md (its block for this
+        /// run: every format, or the one asked for), stamped with the
+        /// command, the machine and the date.
+        #[arg(long)]
+        markdown: bool,
     },
     /// Run the fuzz targets of fuzz/ (cargo-fuzz, nightly) for a while each.
     Fuzz {
@@ -116,12 +124,20 @@ fn main() -> ExitCode {
             glzn,
             arcx,
             scale,
+            markdown,
         } => bench(
             format,
             &bench::Settings { dir, python, scale },
             glzn.as_deref(),
             &arcx,
-        ),
+        )
+        .and_then(|(key, table)| {
+            if markdown {
+                xtask::bench_page::write(workspace_root(), key, &invocation(), &table)
+            } else {
+                Ok(())
+            }
+        }),
         Task::Fuzz { seconds, targets } => fuzz::run(workspace_root(), seconds, &targets),
         Task::ReferenceFixtures { python, glzn, arcx } => reference_fixtures(&python, &glzn, &arcx),
     };
@@ -134,17 +150,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// This run's command line, as `cargo xtask ...`.
+fn invocation() -> String {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    format!("cargo xtask {}", args.join(" "))
+}
+
 /// Runs the benchmarks of `only` (or of every format whose reference tool
-/// is there) into one report, and prints it.
+/// is there) into one report, and prints it. Returns the key of this kind
+/// of run on the benchmarks page (`all`, or the format's name) and the
+/// Markdown printed.
 fn bench(
     only: Option<BenchFormat>,
     settings: &bench::Settings,
     glzn: Option<&Path>,
     arcx: &Path,
-) -> Result<(), String> {
+) -> Result<(&'static str, String), String> {
     let (python, dir) = (settings.python.as_path(), settings.dir.as_path());
     if only == Some(BenchFormat::Python) {
-        return bench_python::run(workspace_root(), python, &dir.join("python"));
+        let tables = bench_python::run(workspace_root(), python, &dir.join("python"))?;
+        return Ok(("python", tables));
     }
     let mut report = report::Report::default();
     let formats = only.map_or_else(
@@ -203,8 +231,18 @@ fn bench(
             (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
         }
     }
-    print!("{}", report.markdown());
-    Ok(())
+    let table = report.markdown();
+    print!("{table}");
+    let key = match only {
+        None => "all",
+        Some(BenchFormat::Arcx) => "arcx",
+        Some(BenchFormat::Kast) => "kast",
+        Some(BenchFormat::Par4) => "par4",
+        Some(BenchFormat::Taridx) => "taridx",
+        Some(BenchFormat::Python) => "python",
+        Some(BenchFormat::Remote) => "remote",
+    };
+    Ok((key, table))
 }
 
 fn workspace_root() -> &'static Path {

@@ -20,7 +20,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 #[command(
     name = "binfmt",
     version,
-    after_help = "Examples:\n  binfmt tour fixtures/\n  binfmt list data.arcx\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt extract tables.trees -o arrays/\n  binfmt sniff fixtures/reference/*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4\n  binfmt arcx pack src/ -o src.arcx && binfmt arcx get src.arcx src/lib.rs"
+    after_help = "Examples:\n  binfmt tour fixtures/\n  binfmt list data.arcx\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt get shards/train.taridx s/000123.jpg -o 000123.jpg\n  binfmt extract tables.trees -o arrays/\n  binfmt sniff fixtures/reference/*.*\n  binfmt sniff --json data/train.taridx data/train_0000.tar\n  binfmt kast ls -l tables.trees\n  binfmt kast dump tables.trees nodes/time\n  binfmt taridx index shards/ --fold train\n  binfmt taridx get shards/train.taridx 000123 --ext jpg > 000123.jpg\n  binfmt par4 inspect data.par4\n  binfmt arcx pack src/ -o src.arcx && binfmt arcx get src.arcx lib.rs"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -52,7 +52,7 @@ enum Command {
 /// Print a shell completion script for binfmt.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt completions bash > /etc/bash_completion.d/binfmt\n  binfmt completions zsh > ~/.zfunc/_binfmt\n  binfmt completions fish > ~/.config/fish/completions/binfmt.fish"
+    after_help = "Examples:\n  binfmt completions bash > ~/.local/share/bash-completion/completions/binfmt\n  binfmt completions zsh > ~/.zfunc/_binfmt\n  binfmt completions fish > ~/.config/fish/completions/binfmt.fish"
 )]
 struct CompletionsArgs {
     /// The shell.

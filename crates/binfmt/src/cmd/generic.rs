@@ -257,7 +257,7 @@ enum TargetArg {
 /// hold is an error naming it; nothing is renamed.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt convert tables.trees -o tables.arcx --to arcx\n  binfmt convert data.kas -o shards/train.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx -o train.arcx --to arcx --dialect arcx-cli"
+    after_help = "Examples:\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt convert tables.trees -o tables.arcx --to arcx\n  binfmt convert data.kas -o shards/tables.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx -o train.arcx --to arcx --dialect arcx-cli"
 )]
 pub struct ConvertArgs {
     /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file,

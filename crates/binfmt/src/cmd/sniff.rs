@@ -16,7 +16,7 @@ use crate::output::{self, CommandResult, Status};
 /// makes the exit status 1; the other files are still reported.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt sniff fixtures/*\n  binfmt sniff --json shard_0000.tar train.taridx"
+    after_help = "Examples:\n  binfmt sniff fixtures/generated/*/*\n  binfmt sniff --json shard_0000.tar train.taridx"
 )]
 pub struct Args {
     /// Print a JSON array of {"path", "format"} objects instead of lines.

@@ -145,7 +145,7 @@ pub struct StatusArgs {
 /// shards afterwards.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt taridx pack images/ -o shards/train.taridx --max-samples 10000\n  binfmt taridx pack data.arcx -o shards/train.taridx --max-bytes 1000000000"
+    after_help = "Examples:\n  binfmt taridx pack images/ -o packed/train.taridx --max-samples 10000\n  binfmt taridx pack data.arcx -o shards/val.taridx --max-bytes 1000000000"
 )]
 pub struct PackArgs {
     /// A directory, or a file binfmt opens (ARCX, KAST, PAR4, TARIDX).

@@ -10,7 +10,7 @@ functions, arguments, exceptions and store objects::
     with kastore.load("data.kas") as store:     # mapped: nothing is copied
         positions = store["positions"]           # a read-only view of the map
 
-Differences from ``kastore`` are listed in the package README ("Python").
+Differences from ``kastore`` are listed in docs/python.md ("kastore compatibility").
 The main ones: a store loaded from a regular file is memory-mapped and its
 arrays are views of the map (no copy; they stay valid after the store is
 closed); the C engine (``engine=C_ENGINE``) is emulated by the same Rust
