@@ -133,8 +133,9 @@ fn verify(session: &Session, args: &generic::VerifyArgs) -> CommandResult {
     let summary = parfile
         .verify()
         .map_err(|error| output::about(&args.file, error))?;
-    binfmt::entries::check_par4_entries(&parfile, &args.file.display().to_string())
-        .map_err(|error| error.to_string())?;
+    parfile
+        .verify_entries()
+        .map_err(|error| output::about(&args.file, error))?;
     output::print(&format!(
         "{}: ok, {} chunks, {} payload bytes\n",
         output::escape(&args.file.display().to_string()),

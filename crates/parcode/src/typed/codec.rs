@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Visitor};
 use xxhash_rust::xxh64::Xxh64;
 
-use crate::error::{ParError, Result};
-use crate::guard::GuardedSeed;
+use crate::raw::error::{ParError, Result};
+use crate::typed::guard::GuardedSeed;
 
 /// Encodes a value.
 pub fn encode<T: Serialize + ?Sized>(value: &T, what: &'static str) -> Result<Vec<u8>> {
