@@ -14,6 +14,9 @@
 //! - [`source`]: [`Source`], bytes at (offset, length), the one way readers
 //!   get bytes: from memory, a map ([`ByteSource`]), `pread`
 //!   ([`FileSource`]) or any `Read + Seek` ([`SeekSource`]);
+//! - [`source_ext`]: [`SourceExt`], the checked reads every source has;
+//! - [`range_reader`]: [`SourceRange`], a range of a source as
+//!   `Read + Seek` (a tar member, a PAR4 map value, an ARCX block);
 //! - [`atomic`]: [`AtomicFile`], output that appears whole or not at all;
 //! - [`extract`]: [`extract::safe_target`], the gate between an untrusted
 //!   entry name and a path on disk;
@@ -44,13 +47,16 @@ pub mod io;
 pub mod layout;
 pub mod print;
 pub mod range;
+pub mod range_reader;
 pub mod source;
+pub mod source_ext;
+#[cfg(test)]
+mod source_tests;
 pub mod varint;
 
 pub use atomic::{AtomicFile, Inputs, same_file};
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
-pub use source::{
-    ByteSource, FileSource, MapOnDemand, MappedRange, RangeReader, Region, SeekSource, Source,
-    SourceExt,
-};
+pub use range_reader::{RangeReader, SourceRange};
+pub use source::{ByteSource, FileSource, MapOnDemand, MappedRange, Region, SeekSource, Source};
+pub use source_ext::SourceExt;

@@ -12,18 +12,19 @@
 //! |---|---|---|
 //! | `[u8]`, `Vec<u8>` | memory | yes |
 //! | [`ByteSource`] | a read-only map of a regular file, or a buffer | yes |
-//! | [`FileSource`] | `pread` on a regular file; with [`FileSource::map_regions`], a read-only map for each large region a reader holds whole ([`SourceExt::region_at`]) | no |
+//! | [`FileSource`] | `pread` on a regular file; with [`FileSource::map_regions`], a read-only map for each large region a reader holds whole ([`SourceExt::region_at`](crate::SourceExt::region_at)) | no |
 //! | [`MapOnDemand`] | `pread` for small ranges; a map of the file, made on the first large range | ranges of at least [`MapOnDemand::MAP_FROM`] bytes, and every range once mapped |
 //! | [`SeekSource`] | any `Read + Seek`, behind a lock | no |
 //!
 //! A source that can lend some ranges but not all says so per range with
 //! [`Source::borrow_at`].
 //!
-//! [`SourceExt`] adds the checked helpers readers use: [`SourceExt::bytes_at`]
-//! (borrowed or copied, the range checked against the source's size before
-//! anything is allocated), [`SourceExt::region_at`] for a large range a reader
-//! holds whole (borrowed, mapped or copied), [`SourceExt::record_at`] for fixed layouts, and
-//! [`SourceExt::reader`], a [`RangeReader`] that streams a range through
+//! [`SourceExt`](crate::SourceExt) (in [`crate::source_ext`]) adds the
+//! checked helpers readers use: `bytes_at` (borrowed or copied, the range
+//! checked against the source's size before anything is allocated),
+//! `region_at` for a large range a reader holds whole (borrowed, mapped or
+//! copied), `record_at` for fixed layouts, and `reader`, a
+//! [`RangeReader`](crate::RangeReader) that streams a range through
 //! `std::io::Read` in the caller's buffer, for entries too large to hold.
 //!
 //! Files that are not regular (FIFOs, devices, sockets) are refused by
@@ -32,7 +33,8 @@
 //! never end.
 //!
 //! ```
-//! use binfmt_core::source::{Source, SourceExt};
+//! use binfmt_core::source::Source;
+//! use binfmt_core::source_ext::SourceExt;
 //!
 //! let bytes = b"header|payload".to_vec();
 //! let head = bytes.bytes_at(0, 6, "header")?;            // borrowed: Vec is in memory
@@ -44,7 +46,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -54,8 +55,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use memmap2::{Mmap, MmapOptions};
 
-use crate::error::{Error, IoResultExt, Result, What};
-use crate::layout::Record;
+use crate::error::{IoResultExt, Result, What};
 use crate::range::{check_range, to_usize};
 
 /// Bytes at `(offset, length)`: the one way readers get bytes.
@@ -87,7 +87,7 @@ pub trait Source: Send + Sync + fmt::Debug {
     }
 
     /// Fills `buf` with the bytes at `offset`. Callers check the range
-    /// against [`Source::len`] first ([`SourceExt`] does).
+    /// against [`Source::len`] first ([`SourceExt`](crate::SourceExt) does).
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
 
     /// What the source is called in error messages: its path or URL.
@@ -103,7 +103,7 @@ pub trait Source: Send + Sync + fmt::Debug {
     /// The `len` bytes at `offset` as a read-only map, when the source maps
     /// ranges (a [`FileSource`] with [`FileSource::map_regions`]); `None`
     /// otherwise, and the caller reads them. Callers check the range against
-    /// [`Source::len`] first ([`SourceExt::region_at`] does).
+    /// [`Source::len`] first ([`SourceExt::region_at`](crate::SourceExt::region_at) does).
     fn map_at(&self, offset: u64, len: u64) -> Option<MappedRange> {
         let _ = (offset, len);
         None
@@ -122,7 +122,7 @@ impl Deref for MappedRange {
     }
 }
 
-/// A range a reader holds whole ([`SourceExt::region_at`]): borrowed from a
+/// A range a reader holds whole ([`SourceExt::region_at`](crate::SourceExt::region_at)): borrowed from a
 /// source in memory, mapped from a file, or read into a buffer.
 #[derive(Debug)]
 pub enum Region<'a> {
@@ -143,144 +143,6 @@ impl Deref for Region<'_> {
             Self::Mapped(map) => map,
             Self::Owned(bytes) => bytes,
         }
-    }
-}
-
-/// Checked reads from any [`Source`].
-pub trait SourceExt: Source {
-    /// The `len` bytes at `offset`: borrowed when the source lends them
-    /// ([`Source::borrow_at`]), read into a buffer otherwise. The range is
-    /// checked against the source's size before anything is allocated.
-    fn bytes_at(&self, offset: u64, len: u64, what: impl Into<What>) -> Result<Cow<'_, [u8]>> {
-        let what = what.into();
-        let range = check_range(offset, len, self.len(), what.clone())?;
-        if let Some(bytes) = self.borrow_at(offset, len) {
-            return Ok(Cow::Borrowed(bytes));
-        }
-        Ok(Cow::Owned(read_fresh(self, offset, range.len(), what)?))
-    }
-
-    /// The `len` bytes at `offset`, for a reader that holds a large range
-    /// whole (an ARCX manifest): borrowed when the source is in memory,
-    /// mapped when it maps ranges ([`Source::map_at`]: no copy into fresh
-    /// memory), read into a buffer otherwise. The range is checked against
-    /// the source's size first.
-    fn region_at(&self, offset: u64, len: u64, what: impl Into<What>) -> Result<Region<'_>> {
-        let what = what.into();
-        let range = check_range(offset, len, self.len(), what.clone())?;
-        if let Some(bytes) = self.in_memory() {
-            return Ok(Region::Borrowed(bytes.get(range).unwrap_or_default()));
-        }
-        if let Some(map) = self.map_at(offset, len) {
-            return Ok(Region::Mapped(map));
-        }
-        Ok(match self.bytes_at(offset, len, what)? {
-            Cow::Borrowed(bytes) => Region::Borrowed(bytes),
-            Cow::Owned(bytes) => Region::Owned(bytes),
-        })
-    }
-
-    /// Fills `buf` from `offset`, after checking the range.
-    fn fill_at(&self, offset: u64, buf: &mut [u8], what: impl Into<What>) -> Result<()> {
-        let range = check_range(offset, buf.len() as u64, self.len(), what)?;
-        if let Some(bytes) = self.in_memory() {
-            buf.copy_from_slice(bytes.get(range).unwrap_or_default());
-            return Ok(());
-        }
-        self.read_exact_at(offset, buf).with_path(self.name())
-    }
-
-    /// `N` bytes at `offset`.
-    fn array_at<const N: usize>(&self, offset: u64, what: impl Into<What>) -> Result<[u8; N]> {
-        let mut out = [0; N];
-        self.fill_at(offset, &mut out, what)?;
-        Ok(out)
-    }
-
-    /// The fixed-layout record at `offset`, copied out.
-    fn record_at<R: Record>(&self, offset: u64) -> Result<R> {
-        let bytes = self.bytes_at(offset, R::SIZE as u64, R::WHAT)?;
-        R::read_at(&bytes, 0).map_err(|error| relocate(error, offset))
-    }
-
-    /// A reader of the `len` bytes at `offset`, checked against the source's
-    /// size; it reads straight into the caller's buffer, so memory does not
-    /// grow with `len`.
-    fn reader(
-        &self,
-        offset: u64,
-        len: u64,
-        what: impl Into<What>,
-    ) -> Result<RangeReader<'_, Self>> {
-        let what = what.into();
-        check_range(offset, len, self.len(), what.clone())?;
-        Ok(RangeReader {
-            source: self,
-            position: offset,
-            end: offset + len,
-        })
-    }
-}
-
-impl<S: Source + ?Sized> SourceExt for S {}
-
-/// Errors of a record read from a buffer that starts at `offset` carry the
-/// file offset instead of 0.
-fn relocate(error: Error, offset: u64) -> Error {
-    match error {
-        Error::Truncated {
-            what,
-            offset: at,
-            needed,
-            available,
-        } => Error::Truncated {
-            what,
-            offset: at + offset,
-            needed,
-            available,
-        },
-        other => other,
-    }
-}
-
-/// A range of a [`Source`] as `std::io::Read`, from [`SourceExt::reader`].
-#[derive(Debug)]
-pub struct RangeReader<'a, S: ?Sized> {
-    source: &'a S,
-    position: u64,
-    end: u64,
-}
-
-impl<S: Source + ?Sized> RangeReader<'_, S> {
-    /// Bytes not yet read.
-    pub fn remaining(&self) -> u64 {
-        self.end - self.position
-    }
-}
-
-impl<S: Source + ?Sized> Read for RangeReader<'_, S> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = usize::try_from(self.remaining())
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
-        let Some(buf) = buf.get_mut(..n) else {
-            return Ok(0);
-        };
-        if n == 0 {
-            return Ok(0);
-        }
-        match self.source.in_memory() {
-            Some(bytes) => {
-                let start = usize::try_from(self.position).map_err(io::Error::other)?;
-                let piece = bytes
-                    .get(start..start + n)
-                    .ok_or(io::ErrorKind::UnexpectedEof)?;
-                buf.copy_from_slice(piece);
-            }
-            None => self.source.read_exact_at(self.position, buf)?,
-        }
-        self.position += n as u64;
-        Ok(n)
     }
 }
 
@@ -536,7 +398,7 @@ fn map_range(file: &File, offset: u64, len: u64, populate: bool) -> io::Result<M
 /// The smallest range a source maps rather than reads ([`MapOnDemand`],
 /// [`FileSource::map_regions`]): copying 64 KiB costs about what mapping,
 /// faulting in and unmapping it does.
-const MAP_FROM: u64 = 64 << 10;
+pub(crate) const MAP_FROM: u64 = 64 << 10;
 
 /// A regular file read by offset (`pread`), without a map and without a
 /// shared cursor: memory holds only what a reader asks for. With
@@ -564,7 +426,7 @@ impl FileSource {
     }
 
     /// Maps (read-only, populated) each range of at least 64 KiB that a
-    /// reader holds whole ([`SourceExt::region_at`]: an ARCX manifest)
+    /// reader holds whole ([`SourceExt::region_at`](crate::SourceExt::region_at): an ARCX manifest)
     /// instead of reading it into fresh memory, which saves the copy, the
     /// page faults on the buffer and its unmapping. The caveat of every map
     /// holds while the range is held: another process truncating the file
@@ -804,15 +666,15 @@ pub fn read_vec_at<S: Source + ?Sized>(
 
 /// The most bytes made ready (zeroed) ahead of a read: a larger region is
 /// read in steps of this size.
-const READ_STEP: usize = 16 << 20;
+pub(crate) const READ_STEP: usize = 16 << 20;
 
 /// The `len` bytes at `offset` of `source` in a fresh buffer, for a region
 /// already checked against the source's size. That size may be a claim
 /// (a server's `Content-Range` total): the buffer's room is reserved
-/// fallibly ([`Error::OutOfMemory`], never an abort) and filled one step at
+/// fallibly ([`Error::OutOfMemory`](crate::Error::OutOfMemory), never an abort) and filled one step at
 /// a time, so memory is committed only as bytes arrive, and a region the
 /// source cannot deliver fails at its first missing step.
-fn read_fresh<S: Source + ?Sized>(
+pub(crate) fn read_fresh<S: Source + ?Sized>(
     source: &S,
     offset: u64,
     len: usize,
@@ -829,275 +691,4 @@ fn read_fresh<S: Source + ?Sized>(
         }
     }
     Ok(buf)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::{Cursor, Write};
-
-    /// 99 bytes that claim to be 64 GiB, like a lying server.
-    #[derive(Debug)]
-    struct Claiming(Vec<u8>);
-
-    impl Source for Claiming {
-        fn len(&self) -> u64 {
-            64 << 30
-        }
-        fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-            let start = usize::try_from(offset).map_err(io::Error::other)?;
-            let bytes = self
-                .0
-                .get(start..start + buf.len())
-                .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-            buf.copy_from_slice(bytes);
-            Ok(())
-        }
-        fn name(&self) -> &Path {
-            Path::new("claiming")
-        }
-    }
-
-    #[test]
-    fn a_claimed_size_never_allocates_before_the_bytes_arrive() {
-        let source = Claiming(vec![7; 99]);
-        // Not an abort: the reservation fails, or the first step beyond
-        // the real bytes does.
-        assert!(source.bytes_at(0, 64 << 30, "region").is_err());
-        assert!(read_vec_at(&source, 16, 32 << 30, "region").is_err());
-        assert_eq!(&source.bytes_at(10, 20, "ok").unwrap()[..], &[7; 20]);
-        assert_eq!(read_vec_at(&source, 0, 99, "ok").unwrap(), vec![7; 99]);
-        let bytes: Vec<u8> = (0..(READ_STEP * 2 + 5)).map(|i| i as u8).collect();
-        let source = Claiming(bytes.clone());
-        assert_eq!(
-            read_vec_at(&source, 3, bytes.len() as u64 - 3, "steps").unwrap(),
-            &bytes[3..]
-        );
-    }
-
-    fn temp_file(contents: &[u8]) -> tempfile::NamedTempFile {
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        file.write_all(contents).unwrap();
-        file.flush().unwrap();
-        file
-    }
-
-    #[test]
-    fn open_files_are_mapped_whatever_their_position() {
-        let file = temp_file(b"hello, map");
-        let mut opened = File::open(file.path()).unwrap();
-        opened.seek(SeekFrom::Start(3)).unwrap();
-        let source = ByteSource::from_file(opened.try_clone().unwrap(), "handed over").unwrap();
-        assert!(source.is_mapped());
-        assert_eq!(&*source, b"hello, map");
-        assert_eq!(source.path(), Path::new("handed over"));
-        assert_eq!(opened.stream_position().unwrap(), 3);
-        let dir = tempfile::tempdir().unwrap();
-        let directory = File::open(dir.path()).unwrap();
-        assert!(matches!(
-            ByteSource::from_file(directory, "dir"),
-            Err(Error::NotRegularFile {
-                kind: "a directory",
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn regular_files_are_mapped() {
-        let file = temp_file(b"hello, map");
-        let source = ByteSource::open(file.path()).unwrap();
-        assert!(source.is_mapped());
-        assert_eq!(&*source, b"hello, map");
-        assert_eq!(source.path(), file.path());
-        assert_eq!(source.in_memory(), Some(&b"hello, map"[..]));
-    }
-
-    #[test]
-    fn large_regions_of_a_file_are_mapped_when_asked() {
-        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
-        let file = temp_file(&bytes);
-        let read = FileSource::open(file.path()).unwrap();
-        let mapping = FileSource::open(file.path()).unwrap().map_regions(true);
-        // Unaligned offsets, a region below 64 KiB, the whole file.
-        for (offset, len) in [(4097, 100_000), (10, 1000), (0, 300_000), (299_999, 1)] {
-            let end = offset as usize + len as usize;
-            let (by_read, by_map) = (
-                read.region_at(offset, len, "region").unwrap(),
-                mapping.region_at(offset, len, "region").unwrap(),
-            );
-            assert!(matches!(by_read, Region::Owned(_)));
-            assert_eq!(matches!(by_map, Region::Mapped(_)), len >= MAP_FROM);
-            assert_eq!(&*by_read, &bytes[offset as usize..end]);
-            assert_eq!(&*by_map, &bytes[offset as usize..end]);
-        }
-        assert!(mapping.region_at(200_000, 100_001, "past the end").is_err());
-        assert!(matches!(
-            bytes.region_at(5, 100_000, "in memory").unwrap(),
-            Region::Borrowed(_)
-        ));
-    }
-
-    #[test]
-    fn empty_files_and_forced_reads_are_owned() {
-        let empty = temp_file(b"");
-        let source = ByteSource::open(empty.path()).unwrap();
-        assert!(!source.is_mapped());
-        assert!(Source::is_empty(&source));
-
-        let file = temp_file(b"copied");
-        let source = ByteSource::read(file.path()).unwrap();
-        assert!(!source.is_mapped());
-        assert_eq!(source.as_bytes(), b"copied");
-    }
-
-    #[test]
-    fn streams_are_read_to_the_end() {
-        let mut stream: &[u8] = b"from a pipe";
-        let source = ByteSource::read_from(&mut stream, "<stdin>").unwrap();
-        assert_eq!(&*source, b"from a pipe");
-        assert_eq!(source.path(), Path::new("<stdin>"));
-        assert_eq!(ByteSource::from_vec(vec![1, 2], "x").as_bytes(), &[1, 2]);
-    }
-
-    #[test]
-    fn missing_file_names_its_path() {
-        let error = ByteSource::open("/nonexistent/binfmt/x.kas").unwrap_err();
-        assert!(
-            matches!(&error, Error::Io { path, .. } if path == Path::new("/nonexistent/binfmt/x.kas"))
-        );
-        assert!(FileSource::open("/nonexistent/binfmt/x.kas").is_err());
-    }
-
-    /// Every kind of source gives the same bytes, borrowed only from memory.
-    #[test]
-    fn every_source_reads_the_same_ranges() {
-        let content = b"0123456789".to_vec();
-        let file = temp_file(&content);
-        let sources: Vec<Box<dyn Source>> = vec![
-            Box::new(content.clone()),
-            Box::new(ByteSource::open(file.path()).unwrap()),
-            Box::new(FileSource::open(file.path()).unwrap()),
-            Box::new(SeekSource::new(Cursor::new(content.clone()), "cursor").unwrap()),
-        ];
-        for source in &sources {
-            assert_eq!(source.len(), 10);
-            let tail = source.bytes_at(7, 3, "tail").unwrap();
-            assert_eq!(&*tail, b"789");
-            assert_eq!(
-                matches!(tail, Cow::Borrowed(_)),
-                source.in_memory().is_some()
-            );
-            assert_eq!(source.array_at::<2>(0, "head").unwrap(), *b"01");
-            let mut all = Vec::new();
-            source
-                .reader(2, 6, "middle")
-                .unwrap()
-                .read_to_end(&mut all)
-                .unwrap();
-            assert_eq!(all, b"234567");
-            assert_eq!(read_vec_at(&**source, 0, 2, "head").unwrap(), b"01");
-        }
-    }
-
-    #[test]
-    fn ranges_outside_the_source_fail_before_allocating() {
-        let file = temp_file(b"0123456789");
-        let source = FileSource::open(file.path()).unwrap();
-        let mut buf = [0; 4];
-        assert!(matches!(
-            source.fill_at(8, &mut buf, "footer"),
-            Err(Error::OutOfBounds {
-                offset: 8,
-                len: 4,
-                file_size: 10,
-                ..
-            })
-        ));
-        assert!(matches!(
-            source.bytes_at(0, 1 << 60, "manifest"),
-            Err(Error::OutOfBounds { .. })
-        ));
-        assert!(matches!(
-            source.bytes_at(u64::MAX, 2, "manifest"),
-            Err(Error::Overflow { .. })
-        ));
-        assert!(source.reader(9, 2, "payload").is_err());
-    }
-
-    #[test]
-    fn records_are_read_at_their_offset() {
-        use crate::layout::U32;
-        #[derive(
-            Debug,
-            crate::layout::FromBytes,
-            crate::layout::IntoBytes,
-            crate::layout::KnownLayout,
-            crate::layout::Immutable,
-            crate::layout::Unaligned,
-        )]
-        #[repr(C)]
-        struct Pair {
-            a: U32,
-            b: U32,
-        }
-        crate::fixed_layout!(Pair, 8, "pair");
-        let mut bytes = vec![0xff; 3];
-        bytes.extend_from_slice(&1u32.to_le_bytes());
-        bytes.extend_from_slice(&2u32.to_le_bytes());
-        let source = SeekSource::new(Cursor::new(bytes), "pairs").unwrap();
-        let pair: Pair = source.record_at(3).unwrap();
-        assert_eq!((pair.a.get(), pair.b.get()), (1, 2));
-        assert!(matches!(
-            source.record_at::<Pair>(4),
-            Err(Error::OutOfBounds { offset: 4, .. })
-        ));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn non_regular_files_are_refused_without_blocking() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        for error in [
-            FileSource::open(&fifo).unwrap_err(),
-            ByteSource::open(&fifo).unwrap_err(),
-        ] {
-            assert!(
-                matches!(&error, Error::NotRegularFile { kind: "a FIFO", .. }),
-                "{error}"
-            );
-        }
-        let link = dir.path().join("zero");
-        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
-        assert!(matches!(
-            FileSource::open(&link),
-            Err(Error::NotRegularFile {
-                kind: "a character device",
-                ..
-            })
-        ));
-        assert!(matches!(
-            ByteSource::open(dir.path()),
-            Err(Error::NotRegularFile {
-                kind: "a directory",
-                ..
-            })
-        ));
-        // A socket cannot be opened at all: its kind is still named.
-        let socket = dir.path().join("socket");
-        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
-        assert!(matches!(
-            MapOnDemand::open(&socket),
-            Err(Error::NotRegularFile {
-                kind: "a socket",
-                ..
-            })
-        ));
-    }
 }

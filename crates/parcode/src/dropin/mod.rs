@@ -1,5 +1,5 @@
 //! The drop-in API: the names and signatures of `parcode` 0.6.1, over the
-//! typed layer ([`crate::typed`]) and the raw chunk tree ([`crate::raw`]).
+//! typed layer (`typed`) and the raw chunk tree (`raw`).
 //!
 //! ```text
 //! api        Parcode, ParcodeOptions ──▶ file, inspector, visitor, native

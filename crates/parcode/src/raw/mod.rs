@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Nothing here knows what a payload holds: that is the typed layer's
-//! ([`crate::typed`]), and the drop-in API ([`crate::dropin`]) sits on both.
+//! (`typed`), and the drop-in API (`dropin`) sits on both. Nothing here
+//! names either.
 
 pub mod compression;
 pub mod error;

@@ -1,5 +1,6 @@
 //! The typed layer: what the reference puts in payloads (bincode 2,
-//! standard configuration), over the raw chunk tree ([`crate::raw`]).
+//! standard configuration), over the raw chunk tree (`raw`); nothing here
+//! names the drop-in API (`dropin`).
 //!
 //! ```text
 //! Vec<T>          container: len, shard runs │ children: shards (count | items)

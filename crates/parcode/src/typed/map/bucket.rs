@@ -356,25 +356,12 @@ impl<'a> Bucket<'a> {
         }
         let from = self.data_start + bytes_at;
         Ok(match self.data {
-            Data::Whole(bytes) => {
-                ValueReader::memory_range(bytes, from as usize, (from + len) as usize)
-            }
-            Data::Stored(chunk) => {
-                let source = chunk.source();
-                let reader = binfmt_core::SourceExt::reader(
-                    source,
-                    chunk.offset() + from,
-                    len,
-                    "PAR4 map value",
-                )?;
-                ValueReader {
-                    inner: ValueBytes::Source {
-                        reader,
-                        name: source.name(),
-                    },
-                    len,
-                }
-            }
+            Data::Whole(bytes) => ValueReader::new(ValueBytes::Memory(bytes), from, len)?,
+            Data::Stored(chunk) => ValueReader::new(
+                ValueBytes::Stored(chunk.source()),
+                chunk.offset() + from,
+                len,
+            )?,
         })
     }
 }

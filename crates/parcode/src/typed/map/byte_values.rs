@@ -111,14 +111,17 @@ where
             // The inline map is one chunk, decompressed once: the value is
             // read where it lies.
             let values = self.inline_values()?;
-            return Ok(values.ranges.get(key).map(|&(start, end)| ValueReader {
-                len: (end - start) as u64,
-                inner: ValueBytes::Shared {
-                    bytes: Arc::clone(&values.payload),
-                    position: start,
-                    end,
-                },
-            }));
+            return values
+                .ranges
+                .get(key)
+                .map(|&(start, end)| {
+                    ValueReader::new(
+                        ValueBytes::Shared(Arc::clone(&values.payload)),
+                        start as u64,
+                        (end - start) as u64,
+                    )
+                })
+                .transpose();
         }
         let hash = hash_key(key);
         let bucket = self.bucket_of(hash, false)?;

@@ -1,96 +1,121 @@
-//! [`ValueReader`]: one map value read as a stream.
+//! [`ValueReader`]: one map value read as a stream, a [`SourceRange`] of
+//! the bytes that hold it, with this crate's errors.
+//!
+//! ```text
+//! bucket stored as is:       chunk source ─ SourceRange [value start, value end) ─▶ read on demand
+//! bucket decompressed:       payload (memory) ─ SourceRange [value start, value end)
+//! inline map (byte values):  shared payload (memory) ─ SourceRange [value start, value end)
+//! ```
 
 use std::borrow::Cow;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
 use std::sync::Arc;
 
-use crate::raw::error::ParError;
+use binfmt_core::{Source, SourceRange};
 
-/// A map value read as a stream ([`LazyMap::reader`]); failures are
-/// `io::Error`s that [`ParError::from_io`] turns back into the typed error.
+use crate::raw::error::{ParError, Result};
+
+/// A map value read as a stream ([`LazyMap::reader`](crate::LazyMap::reader)),
+/// positioned with `Seek` inside the value; failures are `io::Error`s that
+/// [`ParError::from_io`] turns back into the typed error.
 #[derive(Debug)]
 pub struct ValueReader<'a> {
-    pub(super) inner: ValueBytes<'a>,
-    pub(super) len: u64,
+    range: SourceRange<ValueBytes<'a>>,
 }
 
+/// The bytes a value lies in.
 #[derive(Debug)]
 pub(super) enum ValueBytes<'a> {
-    Source {
-        reader: binfmt_core::RangeReader<'a, dyn binfmt_core::Source + 'a>,
-        name: &'a std::path::Path,
-    },
-    Memory {
-        bytes: Cow<'a, [u8]>,
-        position: usize,
-        end: usize,
-    },
-    Shared {
-        bytes: Arc<Cow<'a, [u8]>>,
-        position: usize,
-        end: usize,
-    },
+    /// The file, where a bucket is stored as is: read on demand.
+    Stored(&'a dyn Source),
+    /// A bucket's payload, decompressed (or borrowed from a source in memory).
+    Memory(Cow<'a, [u8]>),
+    /// An inline map's payload, which its values' readers share.
+    Shared(Arc<Cow<'a, [u8]>>),
+}
+
+impl ValueBytes<'_> {
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Self::Stored(source) => source.in_memory(),
+            Self::Memory(bytes) => Some(bytes),
+            Self::Shared(bytes) => Some(bytes),
+        }
+    }
+}
+
+impl Source for ValueBytes<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Self::Stored(source) => source.len(),
+            Self::Memory(bytes) => bytes.len() as u64,
+            Self::Shared(bytes) => bytes.len() as u64,
+        }
+    }
+
+    fn in_memory(&self) -> Option<&[u8]> {
+        self.bytes()
+    }
+
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        match self {
+            Self::Stored(source) => source.read_exact_at(offset, buf),
+            Self::Memory(_) | Self::Shared(_) => {
+                let piece = usize::try_from(offset)
+                    .ok()
+                    .and_then(|start| self.bytes()?.get(start..start.checked_add(buf.len())?))
+                    .ok_or(io::ErrorKind::UnexpectedEof)?;
+                buf.copy_from_slice(piece);
+                Ok(())
+            }
+        }
+    }
+
+    fn name(&self) -> &Path {
+        match self {
+            Self::Stored(source) => source.name(),
+            Self::Memory(_) | Self::Shared(_) => Path::new("<PAR4 payload>"),
+        }
+    }
 }
 
 impl<'a> ValueReader<'a> {
-    pub(super) fn memory_range(bytes: Cow<'a, [u8]>, position: usize, end: usize) -> Self {
-        Self {
-            len: (end - position) as u64,
-            inner: ValueBytes::Memory {
-                bytes,
-                position,
-                end,
-            },
-        }
+    /// The `len` bytes at `start` of `bytes` (checked against them).
+    pub(super) fn new(bytes: ValueBytes<'a>, start: u64, len: u64) -> Result<Self> {
+        Ok(Self {
+            range: SourceRange::new(bytes, start, len, "PAR4 map value")?,
+        })
     }
 
     /// The value's size in bytes.
     pub fn len(&self) -> u64 {
-        self.len
+        self.range.len()
     }
 
     /// Whether the value is empty.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.range.is_empty()
     }
 
     /// Bytes not yet read.
     pub fn remaining(&self) -> u64 {
-        match &self.inner {
-            ValueBytes::Source { reader, .. } => reader.remaining(),
-            ValueBytes::Memory { position, end, .. } | ValueBytes::Shared { position, end, .. } => {
-                (end - position) as u64
-            }
-        }
+        self.range.remaining()
     }
 }
 
-impl std::io::Read for ValueReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match &mut self.inner {
-            ValueBytes::Source { reader, name } => reader
-                .read(buf)
-                .map_err(|error| ParError::Core(binfmt_core::Error::io(*name, error)).into_io()),
-            ValueBytes::Memory {
-                bytes,
-                position,
-                end,
-            } => Ok(copy_out(bytes, position, *end, buf)),
-            ValueBytes::Shared {
-                bytes,
-                position,
-                end,
-            } => Ok(copy_out(bytes, position, *end, buf)),
-        }
+impl Read for ValueReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.range
+            .read_checked(buf)
+            .map_err(|error| ParError::Core(error).into_io())
     }
 }
 
-/// Copies what fits of `bytes[*position..end]` into `buf`.
-fn copy_out(bytes: &[u8], position: &mut usize, end: usize, buf: &mut [u8]) -> usize {
-    let rest = bytes.get(*position..end).unwrap_or_default();
-    let n = rest.len().min(buf.len());
-    if let (Some(to), Some(from)) = (buf.get_mut(..n), rest.get(..n)) {
-        to.copy_from_slice(from);
+impl Seek for ValueReader<'_> {
+    /// Moves inside the value (positions relative to its start); a
+    /// position outside it is an `InvalidInput` error.
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.range.seek(to)
     }
-    *position += n;
-    n
 }

@@ -11,9 +11,9 @@
 
 use binfmt_core::Source;
 
+use super::lazy::LazyMap;
 use crate::raw::error::{ParError, Result};
 use crate::raw::reader::ParFile;
-use crate::typed::map::LazyMap;
 
 impl<S: Source> ParFile<S> {
     /// Checks every entry of the root, when the root reads as a map of
