@@ -29,6 +29,8 @@
 //! bounded decoders, so no length read from a file allocates beyond what
 //! the payload holds.
 
+#![forbid(unsafe_code)]
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
 use quote::{format_ident, quote};

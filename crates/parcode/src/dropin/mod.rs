@@ -14,6 +14,8 @@
 //! error      ParcodeError (wraps ParError)
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod compressor;
 pub mod error;

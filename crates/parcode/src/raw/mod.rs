@@ -13,6 +13,8 @@
 //! (`typed`), and the drop-in API (`dropin`) sits on both. Nothing here
 //! names either.
 
+#![forbid(unsafe_code)]
+
 pub mod compression;
 pub mod error;
 pub mod format;

@@ -20,6 +20,8 @@
 //!
 //! [`ChunkGraph::map`]: crate::ChunkGraph::map
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, Read, Write};
 use std::path::Path;
 

@@ -1,6 +1,8 @@
 //! Values inside payloads: serde + bincode 2 with the standard
 //! configuration (varint integers, little-endian), as the reference uses.
 
+#![forbid(unsafe_code)]
+
 use std::cell::Cell;
 use std::fmt;
 use std::hash::{Hash, Hasher};

@@ -38,6 +38,8 @@
 //! # Ok::<(), binfmt_parcode::ParError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::borrow::Cow;
 use std::hash::Hash;
 

@@ -5,6 +5,8 @@
 //! chunk payload: bincode(value)   (every byte of it; no children)
 //! ```
 
+#![forbid(unsafe_code)]
+
 use crate::raw::error::{ParError, Result};
 use crate::raw::reader::Chunk;
 use crate::raw::writer::{ChunkGraph, NodeId};

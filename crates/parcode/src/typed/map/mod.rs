@@ -28,6 +28,8 @@
 //! | every decoded key hashes to its stored hash | `HashMismatch` |
 //! | no key twice (`get` checks every entry with the key's hash; `load` and the inline layout every key) | `DuplicateKey` |
 
+#![forbid(unsafe_code)]
+
 mod bucket;
 mod byte_values;
 mod encode;
