@@ -29,7 +29,7 @@
 //! ```text
 //! dropin  ── api, file, inspector, visitor, promise (rt), native, job, fields, compressor, error
 //!   │
-//! typed   ── map/{encode, lazy, byte_values, value_reader, bucket, verify}, vec, structure, blob, value, codec, guard
+//! typed   ── map/{encode, layout, lazy, byte_values, value_reader, bucket, verify}, vec, structure, blob, value, codec, guard
 //!   │
 //! raw     ── writer, verify, reader, compression, format, error
 //! ```

@@ -6,8 +6,8 @@ use std::hash::Hash;
 
 use serde::de::DeserializeOwned;
 
+use super::layout::{BUCKET_HEADER, HASH_ENTRY, TABLE_ENTRY};
 use super::value_reader::{ValueBytes, ValueReader};
-use super::{BUCKET_HEADER, HASH_ENTRY, TABLE_ENTRY};
 
 use crate::raw::error::{ParError, Result};
 use crate::raw::reader::Chunk;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{BUCKET_HEADER, ITEMS_PER_BUCKET, MAX_BUCKETS, MapLayout, TABLE_ENTRY};
+use super::layout::{BUCKET_HEADER, ITEMS_PER_BUCKET, MAX_BUCKETS, MapLayout, TABLE_ENTRY};
 
 use crate::raw::error::{ParError, Result};
 use crate::raw::writer::{ChunkGraph, NodeId, Sink};

@@ -375,7 +375,7 @@ mod tests {
     use crate::raw::compression::Compression;
     use crate::raw::reader::ParFile;
     use crate::raw::writer::ChunkGraph;
-    use crate::typed::map::MapLayout;
+    use crate::typed::map::layout::MapLayout;
 
     fn sample(len: usize) -> HashMap<String, Vec<u8>> {
         (0..len)

@@ -33,32 +33,12 @@
 mod bucket;
 mod byte_values;
 mod encode;
+mod layout;
 mod lazy;
 mod value_reader;
 mod verify;
 
 pub(crate) use encode::{MapPlan, bucket_count, bucket_tables, entry_order, repeated_key};
+pub use layout::MapLayout;
 pub use lazy::LazyMap;
 pub use value_reader::ValueReader;
-
-/// How a map is laid out.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MapLayout {
-    /// Buckets of entries, for loading one key at a time.
-    #[default]
-    Buckets,
-    /// One chunk with the whole map.
-    Inline,
-}
-
-/// Entries a bucket aims for, as the reference.
-const ITEMS_PER_BUCKET: usize = 2000;
-/// At most this many buckets, as the reference.
-const MAX_BUCKETS: usize = 1024;
-/// Bucket header: count u32 and 4 zero bytes.
-const BUCKET_HEADER: u64 = 8;
-/// Bytes of the hash and offset tables per entry.
-const TABLE_ENTRY: u64 = 12;
-/// Bytes of the hash table per entry.
-const HASH_ENTRY: u64 = 8;
