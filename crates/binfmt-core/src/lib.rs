@@ -13,7 +13,10 @@
 //!   alignment, and counts bounded by the bytes present;
 //! - [`source`]: [`Source`], bytes at (offset, length), the one way readers
 //!   get bytes: from memory, a map ([`ByteSource`]), `pread`
-//!   ([`FileSource`]) or any `Read + Seek` ([`SeekSource`]);
+//!   ([`FileSource`]) or any `Read + Seek` ([`SeekSource`]); and
+//!   [`SourceExt`], the checked reads every source has;
+//! - [`range_reader`]: [`SourceRange`], a range of a source as
+//!   `Read + Seek` (a tar member, a PAR4 map value, an ARCX block);
 //! - [`atomic`]: [`AtomicFile`], output that appears whole or not at all;
 //! - [`extract`]: [`extract::safe_target`], the gate between an untrusted
 //!   entry name and a path on disk;
@@ -49,6 +52,7 @@ pub mod io;
 pub mod layout;
 pub mod print;
 pub mod range;
+pub mod range_reader;
 pub mod source;
 mod sys;
 pub mod varint;
@@ -56,7 +60,6 @@ pub mod varint;
 pub use atomic::{AtomicFile, Inputs, same_file};
 pub use cursor::ByteReader;
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
-pub use source::{
-    ByteSource, FileSource, MapOnDemand, MappedRange, RangeReader, Region, SeekSource, Source,
-    SourceExt,
-};
+pub use range_reader::{RangeReader, SourceRange};
+pub use source::SourceExt;
+pub use source::{ByteSource, FileSource, MapOnDemand, MappedRange, Region, SeekSource, Source};

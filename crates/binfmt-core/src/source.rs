@@ -59,7 +59,7 @@ mod seek;
 mod tests;
 
 pub use bytes::ByteSource;
-pub use ext::{RangeReader, Region, SourceExt, read_vec_at};
+pub use ext::{Region, SourceExt, read_vec_at};
 pub use file::FileSource;
 pub use on_demand::MapOnDemand;
 pub use positional::{MappedRange, Source};

@@ -36,7 +36,6 @@ pub use convert::{
 pub use entries::{Entry, EntrySource, ExtractOptions, extract};
 pub use error::{Error, LeadingPath, Result, core_error};
 pub use formats::kast::open_stream;
-pub use formats::par4::check_par4_entries;
 pub use formats::taridx::open_dataset;
 pub use formats::{open, open_with};
 pub use origin::{OpenOptions, Opened, Origin, is_remote, open_source};

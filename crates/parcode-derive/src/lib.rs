@@ -24,8 +24,12 @@
 //! whatever name the package `binfmt-parcode` has there: `parcode` for a
 //! drop-in rename, `binfmt_parcode` otherwise).
 //!
-//! Generated code decodes through the runtime's bounded decoders, so no
-//! length read from a file allocates beyond what the payload holds.
+//! Generated code names only the runtime's `#[doc(hidden)] __private`
+//! module (as serde's derive does), and decodes through the runtime's
+//! bounded decoders, so no length read from a file allocates beyond what
+//! the payload holds.
+
+#![forbid(unsafe_code)]
 
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
@@ -111,7 +115,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 compression_id,
                 is_map,
             }) if *compression_id > 0 || *is_map => quote! {
-                ::core::option::Option::Some(#krate::graph::JobConfig {
+                ::core::option::Option::Some(#krate::__private::JobConfig {
                     compression_id: #compression_id,
                     is_map: #is_map,
                 })
@@ -129,19 +133,19 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         if tuple {
             quote! {
                 let ( #( #local_names, )* ): ( #( #local_types, )* ) =
-                    #krate::rt::read_local(#reader, #struct_label)?;
+                    #krate::__private::read_local(#reader, #struct_label)?;
             }
         } else {
             quote! {
-                #( let #local_names: #local_types = #krate::rt::read_local(#reader, #local_labels)?; )*
+                #( let #local_names: #local_types = #krate::__private::read_local(#reader, #local_labels)?; )*
             }
         }
     };
     let write_locals = |writer: Tokens| {
         if tuple {
-            quote! { #krate::rt::write_local(&( #( &self.#local_names, )* ), #writer)?; }
+            quote! { #krate::__private::write_local(&( #( &self.#local_names, )* ), #writer)?; }
         } else {
-            quote! { #( #krate::rt::write_local(&self.#local_names, #writer)?; )* }
+            quote! { #( #krate::__private::write_local(&self.#local_names, #writer)?; )* }
         }
     };
     let write_to_writer = write_locals(quote! { writer });
@@ -149,14 +153,14 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
     let read_locals_owned = read_locals(quote! { &mut reader });
     let read_locals_borrowed = read_locals(quote! { reader });
     let skip_locals = if tuple {
-        quote! { #krate::rt::read_local::<( #( #local_types, )* )>(reader, #struct_label)?; }
+        quote! { #krate::__private::read_local::<( #( #local_types, )* )>(reader, #struct_label)?; }
     } else {
-        quote! { #( #krate::rt::read_local::<#local_types>(reader, #local_labels)?; )* }
+        quote! { #( #krate::__private::read_local::<#local_types>(reader, #local_labels)?; )* }
     };
     let skip_many = if tuple {
         quote! {
-            fn skip_many(reader: &mut ::std::io::Cursor<&[u8]>, count: usize) -> #krate::Result<()> {
-                #krate::rt::skip_elements::<( #( #local_types, )* )>(reader, count)
+            fn skip_many(reader: &mut ::std::io::Cursor<&[u8]>, count: usize) -> #krate::__private::Result<()> {
+                #krate::__private::skip_elements::<( #( #local_types, )* )>(reader, count)
             }
         }
     } else {
@@ -167,11 +171,11 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         quote! {
             fn fill_slots(
                 reader: &mut ::std::io::Cursor<&[u8]>,
-                _children: &mut ::std::vec::IntoIter<#krate::reader::ChunkNode<'_>>,
+                _children: &mut ::std::vec::IntoIter<#krate::__private::Chunk<'_>>,
                 slots: &mut [::core::mem::MaybeUninit<Self>],
                 written: &mut usize,
-            ) -> #krate::Result<()> {
-                #krate::rt::fill_plain(
+            ) -> #krate::__private::Result<()> {
+                #krate::__private::fill_plain(
                     reader,
                     slots,
                     written,
@@ -196,20 +200,20 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         .collect();
 
     Ok(quote! {
-        impl #krate::visitor::ParcodeVisitor for #name {
+        impl #krate::__private::ParcodeVisitor for #name {
             fn visit<'a>(
                 &'a self,
-                graph: &mut #krate::graph::TaskGraph<'a>,
-                parent_id: ::core::option::Option<#krate::graph::ChunkId>,
-                config_override: ::core::option::Option<#krate::graph::JobConfig>,
+                graph: &mut #krate::__private::TaskGraph<'a>,
+                parent_id: ::core::option::Option<#krate::__private::ChunkId>,
+                config_override: ::core::option::Option<#krate::__private::JobConfig>,
             ) {
-                let job = #krate::visitor::ParcodeVisitor::create_job(self, config_override);
+                let job = #krate::__private::ParcodeVisitor::create_job(self, config_override);
                 let my_id = graph.add_node(job);
                 if let ::core::option::Option::Some(parent) = parent_id {
                     graph.link_parent_child(parent, my_id);
                 }
                 #(
-                    #krate::visitor::ParcodeVisitor::visit(
+                    #krate::__private::ParcodeVisitor::visit(
                         &self.#remote_names, graph, ::core::option::Option::Some(my_id), #configs,
                     );
                 )*
@@ -217,13 +221,13 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
 
             fn visit_inlined<'a>(
                 &'a self,
-                graph: &mut #krate::graph::TaskGraph<'a>,
-                parent_id: #krate::graph::ChunkId,
-                _config_override: ::core::option::Option<#krate::graph::JobConfig>,
+                graph: &mut #krate::__private::TaskGraph<'a>,
+                parent_id: #krate::__private::ChunkId,
+                _config_override: ::core::option::Option<#krate::__private::JobConfig>,
             ) {
                 let _ = (&graph, parent_id);
                 #(
-                    #krate::visitor::ParcodeVisitor::visit(
+                    #krate::__private::ParcodeVisitor::visit(
                         &self.#remote_names, graph, ::core::option::Option::Some(parent_id), #configs,
                     );
                 )*
@@ -231,37 +235,37 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
 
             fn create_job<'a>(
                 &'a self,
-                config_override: ::core::option::Option<#krate::graph::JobConfig>,
-            ) -> ::std::boxed::Box<dyn #krate::graph::SerializationJob<'a> + 'a> {
-                #krate::rt::job_for(self, config_override)
+                config_override: ::core::option::Option<#krate::__private::JobConfig>,
+            ) -> ::std::boxed::Box<dyn #krate::__private::SerializationJob<'a> + 'a> {
+                #krate::__private::job_for(self, config_override)
             }
 
-            fn serialize_shallow<W: ::std::io::Write>(&self, writer: &mut W) -> #krate::Result<()>
+            fn serialize_shallow<W: ::std::io::Write>(&self, writer: &mut W) -> #krate::__private::Result<()>
             where
-                Self: #krate::internal::serde::Serialize,
+                Self: #krate::__private::serde::Serialize,
             {
                 let _ = &writer;
                 #write_to_writer
                 ::core::result::Result::Ok(())
             }
 
-            fn serialize_slice<W: ::std::io::Write>(slice: &[Self], writer: &mut W) -> #krate::Result<()>
+            fn serialize_slice<W: ::std::io::Write>(slice: &[Self], writer: &mut W) -> #krate::__private::Result<()>
             where
-                Self: ::core::marker::Sized + #krate::internal::serde::Serialize,
+                Self: ::core::marker::Sized + #krate::__private::serde::Serialize,
             {
-                #krate::rt::write_local(&(slice.len() as u64), writer)?;
+                #krate::__private::write_local(&(slice.len() as u64), writer)?;
                 for item in slice {
-                    #krate::visitor::ParcodeVisitor::serialize_shallow(item, writer)?;
+                    #krate::__private::ParcodeVisitor::serialize_shallow(item, writer)?;
                 }
                 ::core::result::Result::Ok(())
             }
         }
 
-        impl<'a> #krate::graph::SerializationJob<'a> for #name {
+        impl<'a> #krate::__private::SerializationJob<'a> for #name {
             fn execute(
                 &self,
-                _children: &[#krate::format::ChildRef],
-            ) -> #krate::Result<::std::vec::Vec<u8>> {
+                _children: &[#krate::__private::ChildRef],
+            ) -> #krate::__private::Result<::std::vec::Vec<u8>> {
                 let mut payload = ::std::vec::Vec::new();
                 #write_to_payload
                 ::core::result::Result::Ok(payload)
@@ -272,33 +276,33 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             }
         }
 
-        impl #krate::reader::ParcodeNative for #name {
-            fn from_node(node: &#krate::reader::ChunkNode<'_>) -> #krate::Result<Self> {
+        impl #krate::__private::ParcodeNative for #name {
+            fn from_node(node: &#krate::__private::Chunk<'_>) -> #krate::__private::Result<Self> {
                 let payload = node.read_raw()?;
                 let mut reader = ::std::io::Cursor::new(&*payload);
                 #read_locals_owned
-                #krate::rt::end_of_payload(&reader, node)?;
+                #krate::__private::end_of_payload(&reader, node)?;
                 let mut children = node.children()?.into_iter();
-                #( let #remote_names: #remote_types = #krate::rt::load_child(&mut children, #remote_labels)?; )*
-                #krate::rt::end_of_children(&mut children, node)?;
+                #( let #remote_names: #remote_types = #krate::__private::load_child(&mut children, #remote_labels)?; )*
+                #krate::__private::end_of_children(&mut children, node)?;
                 ::core::result::Result::Ok(Self { #( #all_names ),* })
             }
         }
 
-        impl #krate::reader::ParcodeItem for #name {
+        impl #krate::__private::ParcodeItem for #name {
             fn read_from_shard(
                 reader: &mut ::std::io::Cursor<&[u8]>,
-                children: &mut ::std::vec::IntoIter<#krate::reader::ChunkNode<'_>>,
-            ) -> #krate::Result<Self> {
+                children: &mut ::std::vec::IntoIter<#krate::__private::Chunk<'_>>,
+            ) -> #krate::__private::Result<Self> {
                 let _ = &children;
                 #read_locals_borrowed
-                #( let #remote_names: #remote_types = #krate::rt::load_child(children, #remote_labels)?; )*
+                #( let #remote_names: #remote_types = #krate::__private::load_child(children, #remote_labels)?; )*
                 ::core::result::Result::Ok(Self { #( #all_names ),* })
             }
 
             const REMOTE_FIELDS: ::core::option::Option<usize> = ::core::option::Option::Some(#remote_count);
 
-            fn skip_in_shard(reader: &mut ::std::io::Cursor<&[u8]>) -> #krate::Result<()> {
+            fn skip_in_shard(reader: &mut ::std::io::Cursor<&[u8]>) -> #krate::__private::Result<()> {
                 let _ = &reader;
                 #skip_locals
                 ::core::result::Result::Ok(())
@@ -313,34 +317,34 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         #[allow(missing_docs)]
         #visibility struct #lazy_name<'a> {
             #( pub #local_names: #local_types, )*
-            #( pub #remote_names: <#remote_types as #krate::rt::ParcodeLazyRef<'a>>::Lazy, )*
+            #( pub #remote_names: <#remote_types as #krate::__private::ParcodeLazyRef<'a>>::Lazy, )*
             _marker: ::core::marker::PhantomData<&'a ()>,
         }
 
-        impl<'a> #krate::rt::ParcodeLazyRef<'a> for #name {
+        impl<'a> #krate::__private::ParcodeLazyRef<'a> for #name {
             type Lazy = #lazy_name<'a>;
 
-            fn create_lazy(node: #krate::reader::ChunkNode<'a>) -> #krate::Result<Self::Lazy> {
+            fn create_lazy(node: #krate::__private::Chunk<'a>) -> #krate::__private::Result<Self::Lazy> {
                 let payload = node.read_raw()?;
                 let mut reader = ::std::io::Cursor::new(&*payload);
                 let mut children = node.children()?.into_iter();
-                let lazy = <Self as #krate::rt::ParcodeLazyRef<'a>>::read_lazy_from_stream(
+                let lazy = <Self as #krate::__private::ParcodeLazyRef<'a>>::read_lazy_from_stream(
                     &mut reader, &mut children,
                 )?;
-                #krate::rt::end_of_payload(&reader, &node)?;
-                #krate::rt::end_of_children(&mut children, &node)?;
+                #krate::__private::end_of_payload(&reader, &node)?;
+                #krate::__private::end_of_children(&mut children, &node)?;
                 ::core::result::Result::Ok(lazy)
             }
 
             fn read_lazy_from_stream(
                 reader: &mut ::std::io::Cursor<&[u8]>,
-                children: &mut ::std::vec::IntoIter<#krate::reader::ChunkNode<'a>>,
-            ) -> #krate::Result<Self::Lazy> {
+                children: &mut ::std::vec::IntoIter<#krate::__private::Chunk<'a>>,
+            ) -> #krate::__private::Result<Self::Lazy> {
                 let _ = (&reader, &children);
                 #read_locals_borrowed
                 #(
-                    let #remote_names = <#remote_types as #krate::rt::ParcodeLazyRef<'a>>::create_lazy(
-                        #krate::rt::next_child(children, #remote_labels)?,
+                    let #remote_names = <#remote_types as #krate::__private::ParcodeLazyRef<'a>>::create_lazy(
+                        #krate::__private::next_child(children, #remote_labels)?,
                     )?;
                 )*
                 ::core::result::Result::Ok(#lazy_name {
@@ -351,13 +355,13 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
 
             fn lazy_from_value(
                 value: Self,
-                children: &mut ::std::vec::IntoIter<#krate::reader::ChunkNode<'a>>,
-            ) -> #krate::Result<Self::Lazy> {
+                children: &mut ::std::vec::IntoIter<#krate::__private::Chunk<'a>>,
+            ) -> #krate::__private::Result<Self::Lazy> {
                 let _ = &children;
                 let Self { #( #destructure ),* } = value;
                 #(
-                    let #remote_names = <#remote_types as #krate::rt::ParcodeLazyRef<'a>>::create_lazy(
-                        #krate::rt::next_child(children, #remote_labels)?,
+                    let #remote_names = <#remote_types as #krate::__private::ParcodeLazyRef<'a>>::create_lazy(
+                        #krate::__private::next_child(children, #remote_labels)?,
                     )?;
                 )*
                 ::core::result::Result::Ok(#lazy_name {

@@ -539,7 +539,7 @@ impl<S: Source> Dataset<S> {
             .index
             .check_row(&*shard, u64::MAX, row)
             .map_err(|error| self.renumber(error, row))?;
-        Ok(MemberReader::new(shard, row, info))
+        MemberReader::new(shard, row, info)
     }
 
     /// The row's payload in a buffer ([`Dataset::member`], read to the end).

@@ -21,10 +21,10 @@
 //! in one read.
 
 use std::borrow::Cow;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
-use binfmt_core::{Source, SourceExt};
+use binfmt_core::{Source, SourceExt, SourceRange};
 
 use crate::error::{RowProblem, TaridxError};
 use crate::format::Row;
@@ -286,23 +286,17 @@ fn read_gap<'w>(
 /// ```
 #[derive(Debug)]
 pub struct MemberReader {
-    shard: Arc<dyn Source>,
+    payload: SourceRange<Arc<dyn Source>>,
     info: MemberInfo,
-    start: u64,
-    position: u64,
-    end: u64,
 }
 
 impl MemberReader {
-    pub(crate) fn new(shard: Arc<dyn Source>, row: &Row, info: MemberInfo) -> Self {
-        let start = row.payload_offset();
-        Self {
-            shard,
-            start,
-            position: start,
-            end: start + info.size,
-            info,
-        }
+    /// The member's payload in `shard`, whose size was checked against the
+    /// shard's length when its header was.
+    pub(crate) fn new(shard: Arc<dyn Source>, row: &Row, info: MemberInfo) -> crate::Result<Self> {
+        let payload =
+            SourceRange::new(shard, row.payload_offset(), info.size, "tar member payload")?;
+        Ok(Self { payload, info })
     }
 
     /// The member's full name, as tar reads it.
@@ -322,15 +316,12 @@ impl MemberReader {
 
     /// Bytes not yet read.
     pub fn remaining(&self) -> u64 {
-        self.end - self.position
+        self.payload.remaining()
     }
 
     /// The whole payload, borrowed, when the shard is in memory (a map).
     pub fn as_slice(&self) -> Option<&[u8]> {
-        let bytes = self.shard.in_memory()?;
-        let start = usize::try_from(self.start).ok()?;
-        let end = usize::try_from(self.end).ok()?;
-        bytes.get(start..end)
+        self.payload.as_slice()
     }
 
     /// The whole payload in a buffer: reserved by the size checked against
@@ -346,33 +337,30 @@ impl MemberReader {
                 what: format!(
                     "member {:?} of {}",
                     self.info.name,
-                    self.shard.name().display()
+                    self.payload.source().name().display()
                 )
                 .into(),
                 bytes: self.remaining(),
             })
         })?;
         self.read_to_end(&mut bytes)
-            .map_err(|error| TaridxError::from_io(error, self.shard.name()))?;
+            .map_err(|error| TaridxError::from_io(error, self.payload.source().name()))?;
         Ok(bytes)
     }
 }
 
 impl Read for MemberReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = usize::try_from(self.remaining())
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
-        let Some(buf) = buf.get_mut(..n) else {
-            return Ok(0);
-        };
-        if n == 0 {
-            return Ok(0);
-        }
-        self.shard
-            .fill_at(self.position, buf, "tar member payload")
-            .map_err(|error| TaridxError::Core(error).into_io())?;
-        self.position += n as u64;
-        Ok(n)
+        self.payload
+            .read_checked(buf)
+            .map_err(|error| TaridxError::Core(error).into_io())
+    }
+}
+
+impl Seek for MemberReader {
+    /// Moves inside the payload (positions relative to its start); a
+    /// position outside it is an `InvalidInput` error.
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        self.payload.seek(to)
     }
 }

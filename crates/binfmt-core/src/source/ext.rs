@@ -1,15 +1,16 @@
 //! The checked reads readers use on any [`Source`] ([`SourceExt`]): a range
 //! borrowed or copied, a [`Region`] held whole, a fixed record, and a
-//! [`RangeReader`] streaming a range through `std::io::Read`.
+//! [`RangeReader`] streaming a range through `std::io::Read` (the one
+//! range reader, [`crate::range_reader`]).
 
 use std::borrow::Cow;
-use std::io::{self, Read};
 use std::ops::Deref;
 
 use super::positional::{MappedRange, Source};
 use crate::error::{Error, IoResultExt, Result, What};
 use crate::layout::Record;
 use crate::range::{check_range, to_usize};
+use crate::range_reader::{RangeReader, SourceRange};
 
 /// A range a reader holds whole ([`SourceExt::region_at`]): borrowed from a
 /// source in memory, mapped from a file, or read into a buffer.
@@ -101,13 +102,7 @@ pub trait SourceExt: Source {
         len: u64,
         what: impl Into<What>,
     ) -> Result<RangeReader<'_, Self>> {
-        let what = what.into();
-        check_range(offset, len, self.len(), what.clone())?;
-        Ok(RangeReader {
-            source: self,
-            position: offset,
-            end: offset + len,
-        })
+        SourceRange::new(self, offset, len, what)
     }
 }
 
@@ -129,47 +124,6 @@ fn relocate(error: Error, offset: u64) -> Error {
             available,
         },
         other => other,
-    }
-}
-
-/// A range of a [`Source`] as `std::io::Read`, from [`SourceExt::reader`].
-#[derive(Debug)]
-pub struct RangeReader<'a, S: ?Sized> {
-    source: &'a S,
-    position: u64,
-    end: u64,
-}
-
-impl<S: Source + ?Sized> RangeReader<'_, S> {
-    /// Bytes not yet read.
-    pub fn remaining(&self) -> u64 {
-        self.end - self.position
-    }
-}
-
-impl<S: Source + ?Sized> Read for RangeReader<'_, S> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = usize::try_from(self.remaining())
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
-        let Some(buf) = buf.get_mut(..n) else {
-            return Ok(0);
-        };
-        if n == 0 {
-            return Ok(0);
-        }
-        match self.source.in_memory() {
-            Some(bytes) => {
-                let start = usize::try_from(self.position).map_err(io::Error::other)?;
-                let piece = bytes
-                    .get(start..start + n)
-                    .ok_or(io::ErrorKind::UnexpectedEof)?;
-                buf.copy_from_slice(piece);
-            }
-            None => self.source.read_exact_at(self.position, buf)?,
-        }
-        self.position += n as u64;
-        Ok(n)
     }
 }
 

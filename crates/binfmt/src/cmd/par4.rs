@@ -134,8 +134,13 @@ fn verify(session: &Session, args: &args::VerifyArgs) -> CommandResult {
     let summary = parfile
         .verify()
         .map_err(|error| output::about(&args.file, error))?;
-    binfmt::check_par4_entries(&parfile, &args.file.display().to_string())
-        .map_err(|error| error.to_string())?;
+    parfile.verify_entries().map_err(|source| {
+        binfmt::Error::Par4 {
+            file: args.file.display().to_string(),
+            source,
+        }
+        .to_string()
+    })?;
     output::print(&format!(
         "{}: ok, {} chunks, {} payload bytes\n",
         output::escape(&args.file.display().to_string()),

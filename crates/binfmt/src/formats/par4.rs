@@ -83,7 +83,7 @@ impl EntrySource for Par4Entries {
 
     fn verify(&self) -> Result<()> {
         self.parfile.verify().in_file(self.origin.file())?;
-        check_par4_entries(&self.parfile, self.origin.file())
+        self.parfile.verify_entries().in_file(self.origin.file())
     }
 
     fn prefetch(&self, names: &[&str]) {
@@ -92,36 +92,6 @@ impl EntrySource for Par4Entries {
         {
             map.prefetch(names.iter().copied());
         }
-    }
-}
-
-/// Checks what a PAR4 file's entries mean, after its chunks are verified:
-/// when the root is a map of string keys and byte values (what `list` and
-/// `get` read), every key against its hash, no key twice, every entry's
-/// length. A root of another type (PAR4 does not record it) has nothing
-/// more to check: an error decoding it as that map is not the file's.
-pub fn check_par4_entries<S: Source>(
-    parfile: &binfmt_parcode::ParFile<S>,
-    file: &str,
-) -> Result<()> {
-    use binfmt_parcode::ParError;
-    let root = parfile.root().in_file(file)?;
-    let Ok(map) = binfmt_parcode::LazyMap::<String, Vec<u8>>::new(root) else {
-        return Ok(());
-    };
-    match map.value_lens() {
-        Ok(_) => Ok(()),
-        Err(
-            error @ (ParError::DuplicateKey { .. }
-            | ParError::HashMismatch { .. }
-            | ParError::WrongBucket { .. }
-            | ParError::EntryOutOfOrder { .. }
-            | ParError::EntryLength { .. }
-            | ParError::ChildrenOverlap { .. }
-            | ParError::Lz4 { .. }
-            | ParError::Core(_)),
-        ) => Err(error).in_file(file),
-        Err(_) => Ok(()),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Values inside payloads: serde + bincode 2 with the standard
 //! configuration (varint integers, little-endian), as the reference uses.
 
+#![forbid(unsafe_code)]
+
 use std::cell::Cell;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -10,8 +12,8 @@ use serde::Serialize;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Visitor};
 use xxhash_rust::xxh64::Xxh64;
 
-use crate::error::{ParError, Result};
-use crate::guard::GuardedSeed;
+use crate::raw::error::{ParError, Result};
+use crate::typed::guard::GuardedSeed;
 
 /// Encodes a value.
 pub fn encode<T: Serialize + ?Sized>(value: &T, what: &'static str) -> Result<Vec<u8>> {

@@ -22,13 +22,14 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::error::ParcodeError;
-use crate::format::ChildRef;
-use crate::graph::{ChunkId, JobConfig, SerializationJob, TaskGraph};
-use crate::job::ConfiguredJob;
-use crate::map::MapPlan;
-use crate::rt;
-use crate::vec::{container_payload, plan_shards};
+use crate::dropin::error::ParcodeError;
+use crate::dropin::fields;
+use crate::dropin::job::ConfiguredJob;
+use crate::dropin::job::{JobConfig, SerializationJob};
+use crate::raw::format::ChildRef;
+use crate::raw::writer::{ChunkGraph as TaskGraph, NodeId as ChunkId};
+use crate::typed::map::MapPlan;
+use crate::typed::vec::{container_payload, plan_shards};
 
 /// A value that knows how to lay itself out as chunks.
 pub trait ParcodeVisitor {
@@ -53,7 +54,7 @@ pub trait ParcodeVisitor {
     where
         Self: Serialize,
     {
-        rt::write_local(self, writer)
+        fields::write_local(self, writer)
     }
 
     /// Writes a shard of items: their count, then each item's shallow form
@@ -62,7 +63,7 @@ pub trait ParcodeVisitor {
     where
         Self: Sized + Serialize,
     {
-        rt::write_local(slice, writer)
+        fields::write_local(slice, writer)
     }
 
     /// Adds the chunks of this value's chunkable fields as children of
@@ -107,7 +108,7 @@ struct ValueJob<'a, T: ?Sized>(&'a T);
 impl<'a, T: Serialize + Sync + ?Sized> SerializationJob<'a> for ValueJob<'a, T> {
     fn execute(&self, _: &[ChildRef]) -> Result<Vec<u8>, ParcodeError> {
         let mut payload = Vec::new();
-        rt::write_local(self.0, &mut payload)?;
+        fields::write_local(self.0, &mut payload)?;
         Ok(payload)
     }
 

@@ -20,15 +20,17 @@
 //!
 //! [`ChunkGraph::map`]: crate::ChunkGraph::map
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use crate::codec::{encode, hash_key};
-use crate::compression::Compression;
-use crate::error::{ParError, Result};
-use crate::format::ChildRef;
-use crate::map::{bucket_count, bucket_tables, entry_order, repeated_key};
-use crate::writer::{ChunkWriter, output_error, write_file_with};
+use crate::raw::compression::Compression;
+use crate::raw::error::{ParError, Result};
+use crate::raw::format::ChildRef;
+use crate::raw::writer::{ChunkWriter, output_error, write_file_with};
+use crate::typed::codec::{encode, hash_key};
+use crate::typed::map::{bucket_count, bucket_tables, entry_order, repeated_key};
 
 /// Buckets with larger payloads are streamed, uncompressed.
 pub const STREAM_ABOVE: u64 = 16 << 20;

@@ -1,7 +1,7 @@
 //! The drop-in entry points (`parcode::api`): [`Parcode`] saves, loads and
 //! opens values of types with `#[derive(ParcodeObject)]` (and primitives,
 //! `String`, `Vec<T>`, `HashMap<K, V>`), with the names and signatures of
-//! `parcode` 0.6.1; [`ParcodeFile`] is an open file.
+//! `parcode` 0.6.1; the file it opens is a [`ParcodeFile`].
 //!
 //! ```text
 //! save/write/serialize:  value ─visit─▶ TaskGraph ─▶ chunks, bottom-up ─▶ header
@@ -42,17 +42,16 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use binfmt_core::{ByteSource, MapOnDemand, Source};
+use binfmt_core::ByteSource;
 
-use crate::compression::Compression;
-use crate::error::ParcodeError;
-use crate::graph::TaskGraph;
-use crate::inspector::{DebugReport, ParcodeInspector};
-use crate::native::ParcodeNative;
-use crate::reader::{Chunk, Limits, ParFile, VerifySummary};
-use crate::rt::ParcodeLazyRef;
-use crate::visitor::ParcodeVisitor;
-use crate::writer::write_file_with;
+use crate::dropin::error::ParcodeError;
+use crate::dropin::file::ParcodeFile;
+use crate::dropin::inspector::{DebugReport, ParcodeInspector};
+use crate::dropin::native::ParcodeNative;
+use crate::dropin::visitor::ParcodeVisitor;
+use crate::raw::compression::Compression;
+use crate::raw::writer::ChunkGraph as TaskGraph;
+use crate::raw::writer::write_file_with;
 
 type Result<T, E = ParcodeError> = std::result::Result<T, E>;
 
@@ -216,85 +215,5 @@ impl ParcodeOptions {
         root_object.visit(&mut graph, None, None);
         graph.write_root(self.file_compression(), writer)?;
         Ok(())
-    }
-}
-
-/// An open PAR4 file: the header and root trailer checked, the rest read
-/// on demand.
-#[derive(Debug)]
-pub struct ParcodeFile {
-    file: ParFile<Box<dyn Source>>,
-}
-
-impl ParcodeFile {
-    /// Opens the regular file at `path`: small reads by `pread`, large ones
-    /// from a map made on the first of them ([`MapOnDemand`]).
-    pub fn open<P: AsRef<Path>>(path: P) -> Result<Self> {
-        Self::from_source(MapOnDemand::open(path)?)
-    }
-
-    /// The file in `data`.
-    pub fn from_bytes(data: impl Into<Arc<Vec<u8>>>) -> Result<Self> {
-        Self::from_source(data.into())
-    }
-
-    /// The file in any source (a map, memory, `pread`, any `Read + Seek`).
-    pub fn from_source(source: impl Source + 'static) -> Result<Self> {
-        Self::with_limits(source, Limits::default())
-    }
-
-    /// [`ParcodeFile::from_source`] with other limits.
-    pub fn with_limits(source: impl Source + 'static, limits: Limits) -> Result<Self> {
-        let source: Box<dyn Source> = Box::new(source);
-        Ok(Self {
-            file: ParFile::with_limits(source, limits)?,
-        })
-    }
-
-    /// The whole value, read with the subtree walked (a chunk reached
-    /// twice is an error).
-    pub fn load<T: ParcodeNative>(&self) -> Result<T> {
-        T::from_node(&self.root_node()?.walking()?)
-    }
-
-    /// The value's lazy view: for a derived struct, its plain fields read
-    /// and its chunkable fields promised.
-    pub fn root<'a, T: ParcodeLazyRef<'a>>(&'a self) -> Result<T::Lazy> {
-        T::create_lazy(self.root_node()?)
-    }
-
-    /// [`ParcodeFile::root`] under another name.
-    pub fn load_lazy<'a, T: ParcodeLazyRef<'a>>(&'a self) -> Result<T::Lazy> {
-        self.root::<T>()
-    }
-
-    /// [`ParcodeFile::root`] under another name.
-    pub fn read_lazy<'a, T: ParcodeLazyRef<'a>>(&'a self) -> Result<T::Lazy> {
-        self.root::<T>()
-    }
-
-    /// The chunk tree.
-    pub fn inspect(&self) -> Result<DebugReport> {
-        ParcodeInspector::inspect_file(self)
-    }
-
-    /// Walks every chunk once and decompresses every payload.
-    pub fn verify(&self) -> Result<VerifySummary> {
-        Ok(self.file.verify()?)
-    }
-
-    /// The size of the file.
-    pub fn file_size(&self) -> u64 {
-        self.file.file_size()
-    }
-
-    /// The root chunk.
-    pub fn root_node(&self) -> Result<Chunk<'_>> {
-        Ok(self.file.root()?)
-    }
-
-    /// The physical file.
-    pub fn par_file(&self) -> &ParFile<Box<dyn Source>> {
-        &self.file
     }
 }

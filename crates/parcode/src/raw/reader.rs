@@ -43,9 +43,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use binfmt_core::layout::Record;
 use binfmt_core::{ByteSource, Error as CoreError, MapOnDemand, Source, SourceExt};
 
-use crate::compression::Compression;
-use crate::error::{ParError, Result};
-use crate::format::{
+use crate::raw::compression::Compression;
+use crate::raw::error::{ParError, Result};
+use crate::raw::format::{
     CHILD_REF_SIZE, ChildRef, GLOBAL_HEADER_SIZE, GlobalHeader, MAGIC, MetaByte, VERSION,
 };
 
@@ -313,60 +313,6 @@ impl<S: Source> ParFile<S> {
             TAIL_READ,
         )
     }
-
-    /// Walks every chunk once and decompresses every payload: time linear
-    /// in the file's size plus the decompressed bytes (each at most 255
-    /// times its stored bytes), memory bounded by the largest payload plus
-    /// a record of 16 bytes per chunk.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use binfmt_parcode::{ChunkGraph, Compression, ParFile};
-    ///
-    /// let items: Vec<u32> = (0..1000).collect();
-    /// let mut graph = ChunkGraph::new();
-    /// let root = graph.vec_with_shard_len(&items, 100)?;
-    /// let file = ParFile::new(graph.to_bytes(root, Compression::Lz4)?)?;
-    /// let summary = file.verify()?;
-    /// assert_eq!(summary.chunks, 11); // the container and 10 shards
-    /// # Ok::<(), binfmt_parcode::ParError>(())
-    /// ```
-    pub fn verify(&self) -> Result<VerifySummary> {
-        let mut summary = VerifySummary::default();
-        let mut visit = |chunk: &Chunk<'_>| -> Result<()> {
-            summary.chunks += 1;
-            summary.payload_bytes += chunk.payload()?.len() as u64;
-            self.source.will_read(&chunk.child_ranges());
-            Ok(())
-        };
-        let root = self.root()?.walking()?;
-        visit(&root)?;
-        // Depth first, one path of (chunk, next child) at a time: memory
-        // is bounded by the depth limit, not by the child counts.
-        let mut path = vec![(root, 0)];
-        while let Some((chunk, next)) = path.last_mut() {
-            if *next == chunk.child_count() {
-                path.pop();
-                continue;
-            }
-            let child = chunk.child(*next)?;
-            *next += 1;
-            visit(&child)?;
-            path.push((child, 0));
-        }
-        Ok(summary)
-    }
-}
-
-/// What [`ParFile::verify`] walked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct VerifySummary {
-    /// Chunks.
-    pub chunks: u64,
-    /// Their payload bytes after decompression.
-    pub payload_bytes: u64,
 }
 
 /// The bytes reached so far by a walk over a subtree, as disjoint ranges
@@ -844,9 +790,3 @@ impl<'a> Chunk<'a> {
             .collect()
     }
 }
-
-pub use crate::api::ParcodeFile;
-pub use crate::native::{ChunkIterator, ParcodeItem, ParcodeNative};
-
-/// [`Chunk`] under the reference's name.
-pub type ChunkNode<'a> = Chunk<'a>;

@@ -25,10 +25,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::api::ParcodeFile;
-use crate::error::ParcodeError;
-use crate::reader::Chunk;
-use crate::vec::Container;
+use crate::dropin::error::ParcodeError;
+use crate::dropin::file::ParcodeFile;
+use crate::raw::reader::Chunk;
+use crate::typed::vec::Container;
 
 type Result<T, E = ParcodeError> = std::result::Result<T, E>;
 
@@ -81,6 +81,13 @@ enum Parent {
     Map,
 }
 
+impl ParcodeFile {
+    /// The chunk tree.
+    pub fn inspect(&self) -> Result<DebugReport> {
+        ParcodeInspector::inspect_file(self)
+    }
+}
+
 impl ParcodeInspector {
     /// The chunk tree of an open file.
     pub fn inspect_file(file: &ParcodeFile) -> Result<DebugReport> {
@@ -88,7 +95,7 @@ impl ParcodeInspector {
         Ok(DebugReport {
             file_size: file.file_size(),
             root_offset: root.offset(),
-            global_version: crate::format::VERSION,
+            global_version: crate::raw::format::VERSION,
             tree: Self::node(&root, Parent::Other, None)?,
         })
     }
@@ -111,7 +118,7 @@ impl ParcodeInspector {
             payload_size: chunk.payload_len(),
             child_count: chunk.child_count(),
             compression_algo: match chunk.compression() {
-                crate::Compression::Lz4 => "LZ4".into(),
+                crate::raw::compression::Compression::Lz4 => "LZ4".into(),
                 _ => "None".into(),
             },
             is_chunkable: chunk.meta().is_chunkable(),

@@ -28,10 +28,9 @@ use binfmt_core::layout::{IntoBytes, U16, U32, U64};
 use binfmt_core::{AtomicFile, IoResultExt};
 use rayon::prelude::*;
 
-use crate::compression::Compression;
-use crate::error::{ParError, Result};
-use crate::format::{ChildRef, GlobalHeader, MAGIC, MetaByte, VERSION};
-use crate::job::SerializationJob;
+use crate::raw::compression::Compression;
+use crate::raw::error::{ParError, Result};
+use crate::raw::format::{ChildRef, GlobalHeader, MAGIC, MetaByte, VERSION};
 
 /// A node of a [`ChunkGraph`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -43,6 +42,9 @@ impl NodeId {
         self.0
     }
 }
+
+/// Makes a payload when the file is written.
+pub(crate) type Deferred<'g> = Box<dyn Fn() -> Result<Vec<u8>> + Send + Sync + 'g>;
 
 /// Writes a payload in pieces, in order, to the sink it is given.
 type Stream<'g> = Box<dyn Fn(&mut Sink<'_>) -> Result<()> + Send + Sync + 'g>;
@@ -59,8 +61,7 @@ type Stored<'a> = (Option<Cow<'a, [u8]>>, Compression);
 /// the chunk is (gathered into one buffer only to be compressed).
 enum Payload<'g> {
     Ready(Vec<u8>),
-    Deferred(Box<dyn Fn() -> Result<Vec<u8>> + Send + Sync + 'g>),
-    Job(Box<dyn SerializationJob<'g> + 'g>),
+    Deferred(Deferred<'g>),
     Streamed(Stream<'g>),
 }
 
@@ -69,7 +70,6 @@ impl fmt::Debug for Payload<'_> {
         match self {
             Self::Ready(bytes) => write!(f, "Ready({} bytes)", bytes.len()),
             Self::Deferred(_) => f.write_str("Deferred"),
-            Self::Job(job) => write!(f, "{job:?}"),
             Self::Streamed(_) => f.write_str("Streamed"),
         }
     }
@@ -122,15 +122,16 @@ impl<'g> ChunkGraph<'g> {
         Self::default()
     }
 
-    /// Adds a chunk made by `job` when the file is written, compressed as
-    /// its config says; its children are linked afterwards.
-    pub fn add_node(&mut self, job: Box<dyn SerializationJob<'g> + 'g>) -> NodeId {
-        let compression = job.config().compression().unwrap_or_else(|error| {
-            self.fail(error);
-            None
-        });
+    /// Adds a chunk whose payload `make` produces when the file is written,
+    /// compressed with `compression` (`None`: the file's); its children are
+    /// linked afterwards (the drop-in API's `add_node`).
+    pub(crate) fn add_made(
+        &mut self,
+        make: Deferred<'g>,
+        compression: Option<Compression>,
+    ) -> NodeId {
         self.nodes.push(Node {
-            payload: Payload::Job(job),
+            payload: Payload::Deferred(make),
             children: Vec::new(),
             has_parent: false,
             compression,
@@ -165,15 +166,17 @@ impl<'g> ChunkGraph<'g> {
         }
     }
 
-    /// Replaces the job of `node`.
-    pub fn replace_job(&mut self, node: NodeId, job: Box<dyn SerializationJob<'g> + 'g>) {
-        let compression = match job.config().compression() {
-            Ok(compression) => compression,
-            Err(error) => return self.fail(error),
-        };
+    /// Replaces the payload of `node` by what `make` produces, compressed
+    /// with `compression` (the drop-in API's `replace_job`).
+    pub(crate) fn replace_made(
+        &mut self,
+        node: NodeId,
+        make: Deferred<'g>,
+        compression: Option<Compression>,
+    ) {
         match self.nodes.get_mut(node.0) {
             Some(slot) => {
-                slot.payload = Payload::Job(job);
+                slot.payload = Payload::Deferred(make);
                 slot.compression = compression;
             }
             None => self.fail(missing(node)),
@@ -344,12 +347,6 @@ impl<'g> ChunkGraph<'g> {
                     Payload::Ready(bytes) => compression.compress(bytes)?,
                     Payload::Deferred(make) => {
                         let bytes = make()?;
-                        Cow::Owned(compression.compress_owned(bytes)?)
-                    }
-                    Payload::Job(job) => {
-                        let bytes = job
-                            .execute(&[])
-                            .map_err(|error| ParError::Job(Box::new(error)))?;
                         Cow::Owned(compression.compress_owned(bytes)?)
                     }
                     Payload::Streamed(_) if compression == Compression::None => {
@@ -611,7 +608,7 @@ fn missing(id: NodeId) -> ParError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::ParFile;
+    use crate::raw::reader::ParFile;
 
     #[test]
     fn children_are_written_before_parents_in_order() {

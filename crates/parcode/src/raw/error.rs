@@ -5,12 +5,15 @@
 //! Failures every format shares (a file too short, a bad magic, an
 //! unsupported version, a range past the end, an I/O error on a path) are
 //! [`binfmt_core::Error`] values, carried by [`ParError::Core`].
+//!
+//! This is the error of the raw chunk tree and of the typed layer. The
+//! drop-in API's [`ParcodeError`](crate::ParcodeError) wraps it; nothing
+//! here names that type.
 
 use std::io;
-use std::sync::Arc;
 
 /// `Result` with [`ParError`] (the crate root's `Result` is the drop-in
-/// API's, with [`ParcodeError`]).
+/// API's, with [`ParcodeError`](crate::ParcodeError)).
 pub type Result<T, E = ParError> = std::result::Result<T, E>;
 
 /// A PAR4 failure.
@@ -244,9 +247,12 @@ pub enum ParError {
         field: &'static str,
     },
 
-    /// A `SerializationJob` failed.
+    /// A payload producer of the drop-in writer API (a `SerializationJob`)
+    /// failed; the box holds its error, a
+    /// [`ParcodeError`](crate::ParcodeError), which converting back into
+    /// one returns unchanged.
     #[error(transparent)]
-    Job(Box<ParcodeError>),
+    Job(Box<dyn std::error::Error + Send + Sync>),
 
     /// An index past the end of a collection.
     #[error("index {index} is out of range for {len} items")]
@@ -319,172 +325,6 @@ impl ParError {
         match self {
             Self::Io { source, .. } => source,
             other => binfmt_core::carry::into_io(other),
-        }
-    }
-}
-
-/// The drop-in error type (`parcode::ParcodeError`), with the reference's
-/// variants. Everything a reader rejects arrives as [`ParcodeError::Format`]
-/// or [`ParcodeError::Compression`] carrying the typed [`ParError`]
-/// ([`Detail::typed`], and `source()`); I/O failures as
-/// [`ParcodeError::Io`], naming the path where there is one.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum ParcodeError {
-    /// An I/O failure.
-    #[error("I/O Error: {0}")]
-    Io(Arc<io::Error>),
-    /// A value that could not be encoded (or a job that failed).
-    #[error("Serialization Error: {0}")]
-    Serialization(String),
-    /// A payload that does not decompress (or an unknown compression id).
-    #[error("Compression Error: {0}")]
-    Compression(Detail),
-    /// A file that is not what it should be.
-    #[error("Format Error: {0}")]
-    Format(Detail),
-    /// A failure that is a bug of this crate.
-    #[error("Internal Logic Error: {0}")]
-    Internal(String),
-}
-
-/// The message of a [`ParcodeError::Format`] or
-/// [`ParcodeError::Compression`], with the typed error it came from. It
-/// reads as a `str` (`msg.contains("...")`, `msg == "..."`).
-#[derive(Debug, Clone)]
-pub struct Detail {
-    message: String,
-    typed: Option<Arc<ParError>>,
-}
-
-impl Detail {
-    /// The typed error, when a reader of this crate raised it.
-    pub fn typed(&self) -> Option<&ParError> {
-        self.typed.as_deref()
-    }
-
-    /// The message.
-    pub fn as_str(&self) -> &str {
-        &self.message
-    }
-}
-
-impl std::ops::Deref for Detail {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.message
-    }
-}
-
-impl std::fmt::Display for Detail {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Detail {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.typed
-            .as_deref()
-            .map(|typed| typed as &(dyn std::error::Error + 'static))
-    }
-}
-
-impl From<String> for Detail {
-    fn from(message: String) -> Self {
-        Self {
-            message,
-            typed: None,
-        }
-    }
-}
-
-impl From<&str> for Detail {
-    fn from(message: &str) -> Self {
-        message.to_owned().into()
-    }
-}
-
-impl PartialEq<str> for Detail {
-    fn eq(&self, other: &str) -> bool {
-        self.message == other
-    }
-}
-
-impl PartialEq<&str> for Detail {
-    fn eq(&self, other: &&str) -> bool {
-        self.message == *other
-    }
-}
-
-impl From<ParError> for Detail {
-    fn from(error: ParError) -> Self {
-        // The header failures start with the reference's words, which
-        // users of the drop-in API may look for.
-        let reference = match &error {
-            ParError::Core(binfmt_core::Error::Truncated { .. }) => {
-                Some("File smaller than header")
-            }
-            ParError::Core(binfmt_core::Error::BadMagic { .. }) => Some("Invalid Magic Bytes"),
-            ParError::Core(binfmt_core::Error::UnsupportedVersion { .. }) => {
-                Some("Unsupported version")
-            }
-            _ => None,
-        };
-        Self {
-            message: match reference {
-                Some(words) => format!("{words}: {error}"),
-                None => error.to_string(),
-            },
-            typed: Some(Arc::new(error)),
-        }
-    }
-}
-
-impl From<ParError> for ParcodeError {
-    fn from(error: ParError) -> Self {
-        match error {
-            ParError::Job(error) => *error,
-            ParError::Encode { .. } | ParError::ValueLength { .. } => {
-                Self::Serialization(error.to_string())
-            }
-            ParError::Io { ref source, .. } | ParError::ValueRead { ref source, .. } => {
-                Self::Io(Arc::new(io::Error::new(source.kind(), Detail::from(error))))
-            }
-            ParError::Core(binfmt_core::Error::Io { ref source, .. }) => {
-                Self::Io(Arc::new(io::Error::new(source.kind(), Detail::from(error))))
-            }
-            ParError::Lz4 { .. } | ParError::UnknownCompression { .. } => {
-                Self::Compression(error.into())
-            }
-            other => Self::Format(other.into()),
-        }
-    }
-}
-
-impl From<binfmt_core::Error> for ParcodeError {
-    fn from(error: binfmt_core::Error) -> Self {
-        ParError::Core(error).into()
-    }
-}
-
-impl From<io::Error> for ParcodeError {
-    fn from(error: io::Error) -> Self {
-        Self::Io(Arc::new(error))
-    }
-}
-
-impl ParcodeError {
-    /// The typed error behind this one, when a reader or writer of this
-    /// crate raised it.
-    pub fn typed(&self) -> Option<&ParError> {
-        match self {
-            Self::Format(detail) | Self::Compression(detail) => detail.typed(),
-            Self::Io(error) => error
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<Detail>())
-                .and_then(Detail::typed),
-            _ => None,
         }
     }
 }

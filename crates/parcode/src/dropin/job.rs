@@ -9,9 +9,11 @@
 
 use std::marker::PhantomData;
 
-use crate::compression::Compression;
-use crate::error::{ParError, ParcodeError};
-use crate::format::ChildRef;
+use crate::dropin::error::ParcodeError;
+use crate::raw::compression::Compression;
+use crate::raw::error::ParError;
+use crate::raw::format::ChildRef;
+use crate::raw::writer::{ChunkGraph, NodeId};
 
 /// How a chunk is written: its compression id (0: the file's setting, 1:
 /// LZ4, 2: "zstd", written as LZ4 — see spec/parcode.md) and, for a
@@ -109,5 +111,48 @@ impl<'a, J: SerializationJob<'a> + ?Sized> SerializationJob<'a> for ConfiguredJo
 
     fn config(&self) -> JobConfig {
         self.config
+    }
+}
+
+/// The job writing `value`'s own chunk, configured when asked (what the
+/// derive's generated `create_job` returns).
+pub fn job_for<'a, T: SerializationJob<'a>>(
+    value: &'a T,
+    config: Option<JobConfig>,
+) -> Box<dyn SerializationJob<'a> + 'a> {
+    match config {
+        Some(config) => Box::new(ConfiguredJob::new(Box::new(value), config)),
+        None => Box::new(value),
+    }
+}
+
+/// The payload `job` makes, its failure carried through the raw writer as
+/// [`ParError::Job`] (which converts back into the same `ParcodeError`).
+fn made_by<'g>(job: Box<dyn SerializationJob<'g> + 'g>) -> crate::raw::writer::Deferred<'g> {
+    Box::new(move || {
+        job.execute(&[])
+            .map_err(|error| ParError::Job(Box::new(error)))
+    })
+}
+
+/// The reference's `TaskGraph` methods, on the graph it names so.
+impl<'g> ChunkGraph<'g> {
+    /// Adds a chunk made by `job` when the file is written, compressed as
+    /// its config says; its children are linked afterwards.
+    pub fn add_node(&mut self, job: Box<dyn SerializationJob<'g> + 'g>) -> NodeId {
+        let compression = job.config().compression().unwrap_or_else(|error| {
+            self.fail(error);
+            None
+        });
+        self.add_made(made_by(job), compression)
+    }
+
+    /// Replaces the job of `node`.
+    pub fn replace_job(&mut self, node: NodeId, job: Box<dyn SerializationJob<'g> + 'g>) {
+        let compression = match job.config().compression() {
+            Ok(compression) => compression,
+            Err(error) => return self.fail(error),
+        };
+        self.replace_made(node, made_by(job), compression);
     }
 }

@@ -24,10 +24,12 @@ use rayon::prelude::*;
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{Plain, decode, decode_seed, encode, encode_into, plain_kind, skip_plain};
-use crate::error::{ParError, Result};
-use crate::reader::Chunk;
-use crate::writer::{ChunkGraph, NodeId};
+use crate::raw::error::{ParError, Result};
+use crate::raw::reader::Chunk;
+use crate::raw::writer::{ChunkGraph, NodeId};
+use crate::typed::codec::{
+    Plain, decode, decode_seed, encode, encode_into, plain_kind, skip_plain,
+};
 
 /// A run of shards holding the same number of items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -434,7 +436,7 @@ impl<'a, T: DeserializeOwned + Send> LazyVec<'a, T> {
             None => chunk.payload()?,
         };
         let bytes = match chunk.compression() {
-            crate::Compression::None => chunk.payload_len(),
+            crate::raw::compression::Compression::None => chunk.payload_len(),
             _ => payload.len() as u64,
         };
         // An item takes at least a byte: no skipping past the payload.

@@ -38,18 +38,20 @@
 //! # Ok::<(), binfmt_parcode::ParError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::borrow::Cow;
 use std::hash::Hash;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::codec::{decode, encode_into};
-use crate::error::Result;
-use crate::map::LazyMap;
-use crate::reader::Chunk;
-use crate::vec::LazyVec;
-use crate::writer::{ChunkGraph, NodeId};
+use crate::raw::error::Result;
+use crate::raw::reader::Chunk;
+use crate::raw::writer::{ChunkGraph, NodeId};
+use crate::typed::codec::{decode, encode_into};
+use crate::typed::map::LazyMap;
+use crate::typed::vec::LazyVec;
 
 /// The fields of a struct being written: plain fields into the payload,
 /// chunkable fields as children.

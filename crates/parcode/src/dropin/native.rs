@@ -18,15 +18,17 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::io::Cursor;
 use std::mem::MaybeUninit;
+use std::vec::IntoIter;
 
 use serde::de::DeserializeOwned;
 
-use crate::codec::{Plain, decode_plain, skip_plain};
-use crate::error::{ParError, ParcodeError};
-use crate::map::LazyMap;
-use crate::reader::Chunk;
-use crate::rt;
-use crate::vec::{Container, fill_shards};
+use crate::dropin::error::ParcodeError;
+use crate::dropin::fields::{self, next_child};
+use crate::raw::error::ParError;
+use crate::raw::reader::Chunk;
+use crate::typed::codec::{Plain, decode_plain, skip_plain};
+use crate::typed::map::LazyMap;
+use crate::typed::vec::{Container, fill_shards};
 
 /// `Result` with [`ParcodeError`], as the reference names it.
 type Result<T, E = ParcodeError> = std::result::Result<T, E>;
@@ -52,10 +54,10 @@ pub trait ParcodeItem: Sized + Send + Sync + 'static {
         reader: &mut Cursor<&[u8]>,
         children: &mut std::vec::IntoIter<Chunk<'_>>,
     ) -> Result<Vec<Self>> {
-        let count: u64 = rt::read_local(reader, "shard count")?;
+        let count: u64 = fields::read_local(reader, "shard count")?;
         let mut items = Vec::new();
         for _ in 0..count {
-            if rt::remaining(reader).is_empty() && size_of::<Self>() > 0 {
+            if fields::remaining(reader).is_empty() && size_of::<Self>() > 0 {
                 return Err(ParError::Field {
                     field: "shard",
                     at: reader.position(),
@@ -76,7 +78,7 @@ pub trait ParcodeItem: Sized + Send + Sync + 'static {
         children: &mut std::vec::IntoIter<Chunk<'_>>,
         destination: &mut [MaybeUninit<Self>],
     ) -> Result<usize> {
-        let count: u64 = rt::read_local(reader, "shard count")?;
+        let count: u64 = fields::read_local(reader, "shard count")?;
         let count = usize::try_from(count)
             .ok()
             .filter(|&count| count <= destination.len())
@@ -127,7 +129,7 @@ pub trait ParcodeItem: Sized + Send + Sync + 'static {
         slots: &mut [MaybeUninit<Self>],
         written: &mut usize,
     ) -> Result<()> {
-        let count: u64 = rt::read_local(reader, "shard count")?;
+        let count: u64 = fields::read_local(reader, "shard count")?;
         if count != slots.len() as u64 {
             return Err(ParError::Field {
                 field: "shard count",
@@ -154,7 +156,7 @@ macro_rules! plain_item {
                 _children: &mut std::vec::IntoIter<Chunk<'_>>,
             ) -> Result<Self> {
                 let mut value = None;
-                let used = decode_plain::<$t>(rt::remaining(reader), 1, reader.position(), stringify!($t), |v| value = Some(v))?;
+                let used = decode_plain::<$t>(fields::remaining(reader), 1, reader.position(), stringify!($t), |v| value = Some(v))?;
                 reader.set_position(reader.position() + used as u64);
                 value.ok_or_else(|| ParError::Field { field: stringify!($t), at: reader.position(), why: "missing".into() }.into())
             }
@@ -168,7 +170,7 @@ macro_rules! plain_item {
             }
 
             fn skip_many(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
-                let used = skip_plain(Plain::$kind, rt::remaining(reader), count, reader.position(), stringify!($t))?;
+                let used = skip_plain(Plain::$kind, fields::remaining(reader), count, reader.position(), stringify!($t))?;
                 reader.set_position(reader.position() + used as u64);
                 Ok(())
             }
@@ -179,10 +181,10 @@ macro_rules! plain_item {
                 slots: &mut [MaybeUninit<Self>],
                 written: &mut usize,
             ) -> Result<()> {
-                rt::check_count(reader, slots.len() as u64)?;
+                fields::check_count(reader, slots.len() as u64)?;
                 let len = slots.len();
                 let mut next = slots.iter_mut();
-                let used = decode_plain::<$t>(rt::remaining(reader), len, reader.position(), "Vec shard", |value| {
+                let used = decode_plain::<$t>(fields::remaining(reader), len, reader.position(), "Vec shard", |value| {
                     if let Some(slot) = next.next() {
                         slot.write(value);
                         *written += 1;
@@ -212,17 +214,17 @@ impl ParcodeItem for String {
         reader: &mut Cursor<&[u8]>,
         _children: &mut std::vec::IntoIter<Chunk<'_>>,
     ) -> Result<Self> {
-        rt::read_local(reader, "String")
+        fields::read_local(reader, "String")
     }
 
     const REMOTE_FIELDS: Option<usize> = Some(0);
 
     fn skip_in_shard(reader: &mut Cursor<&[u8]>) -> Result<()> {
-        rt::read_local::<String>(reader, "String").map(drop)
+        fields::read_local::<String>(reader, "String").map(drop)
     }
 
     fn skip_many(reader: &mut Cursor<&[u8]>, count: usize) -> Result<()> {
-        rt::skip_elements::<String>(reader, count)
+        fields::skip_elements::<String>(reader, count)
     }
 
     // The whole shard through serde, straight into the slots.
@@ -232,7 +234,7 @@ impl ParcodeItem for String {
         slots: &mut [MaybeUninit<Self>],
         written: &mut usize,
     ) -> Result<()> {
-        rt::fill_plain(reader, slots, written, std::convert::identity::<String>)
+        fields::fill_plain(reader, slots, written, std::convert::identity::<String>)
     }
 }
 
@@ -269,8 +271,8 @@ fn shard_done(
     reader: &Cursor<&[u8]>,
     children: &mut std::vec::IntoIter<Chunk<'_>>,
 ) -> Result<()> {
-    rt::end_of_payload(reader, shard)?;
-    rt::end_of_children(children, shard)
+    fields::end_of_payload(reader, shard)?;
+    fields::end_of_children(children, shard)
 }
 
 /// The reference's `ChunkNode` methods.
@@ -346,7 +348,7 @@ impl<'a> Chunk<'a> {
             None => at.shard.payload()?,
         };
         let mut reader = Cursor::new(&*payload);
-        rt::check_count(&mut reader, at.expected)?;
+        fields::check_count(&mut reader, at.expected)?;
         let mut children = skip_items::<T>(&at.shard, &mut reader, at.local)?;
         T::read_from_shard(&mut reader, &mut children)
     }
@@ -504,4 +506,12 @@ impl<T: ParcodeItem> Iterator for ChunkIterator<'_, T> {
             }
         }
     }
+}
+
+/// The chunkable field `field`, loaded whole from the next child.
+pub fn load_child<T: ParcodeNative>(
+    children: &mut IntoIter<Chunk<'_>>,
+    field: &'static str,
+) -> Result<T> {
+    T::from_node(&next_child(children, field)?)
 }

@@ -36,10 +36,15 @@ pub const VERSION: u16 = 4;
 #[derive(Debug, Clone, FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
 pub struct GlobalHeader {
+    /// [`MAGIC`].
     pub magic: [u8; 4],
+    /// [`VERSION`].
     pub version: U16,
+    /// Where the root chunk starts.
     pub root_offset: U64,
+    /// The root chunk's length, trailer included.
     pub root_length: U64,
+    /// 0, as the reference writes (readers ignore it).
     pub checksum: U32,
 }
 fixed_layout!(GlobalHeader, GLOBAL_HEADER_SIZE, "PAR4 global header");
@@ -50,7 +55,9 @@ fixed_layout!(GlobalHeader, GLOBAL_HEADER_SIZE, "PAR4 global header");
 )]
 #[repr(C)]
 pub struct ChildRef {
+    /// Where the child chunk starts.
     pub offset: U64,
+    /// The child chunk's length, trailer included.
     pub length: U64,
 }
 fixed_layout!(ChildRef, 16, "PAR4 child reference");
