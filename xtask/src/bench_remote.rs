@@ -256,7 +256,7 @@ fn kast_one_array(
                 name,
                 &mut seen,
                 binfmt,
-                &["get", &url, "nodes/flags", "-o", "/dev/null"],
+                &["get", &url, "nodes/flags"],
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -331,7 +331,7 @@ fn taridx_random_samples(
     // One member by name through the CLI: the index, then one range.
     let started = Instant::now();
     let output = Command::new(binfmt)
-        .args(["get", "-v", &url, "s004321.json", "-o", "/dev/null"])
+        .args(["get", "-v", &url, "s004321.json"])
         .output()
         .map_err(|e| e.to_string())?;
     let time = started.elapsed();
