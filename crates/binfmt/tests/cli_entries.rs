@@ -354,3 +354,117 @@ fn every_verb_of_every_format_describes_itself() {
         }
     }
 }
+
+/// `convert` without `--to` takes the target from the output's extension,
+/// and says what to do when the extension names none.
+#[test]
+fn convert_takes_the_target_from_the_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = fixture("reference/sample.arcx");
+    let listing = text(&binfmt(&["list", arg(&source)]).stdout);
+    for name in ["s.kas", "s.trees", "s.par4", "s.arcx"] {
+        let output = dir.path().join(name);
+        let converted = binfmt(&["convert", arg(&source), "-o", arg(&output)]);
+        assert!(
+            converted.status.success(),
+            "{name}: {}",
+            text(&converted.stderr)
+        );
+        let sniffed = text(&binfmt(&["sniff", arg(&output)]).stdout);
+        let want = match name.rsplit_once('.').unwrap().1 {
+            "trees" => "kas",
+            other => other,
+        };
+        assert!(sniffed.to_lowercase().contains(want), "{name}: {sniffed}");
+        assert_eq!(text(&binfmt(&["list", arg(&output)]).stdout), listing);
+    }
+    // --to wins over the extension.
+    let odd = dir.path().join("odd.kas");
+    assert!(
+        binfmt(&["convert", arg(&source), "-o", arg(&odd), "--to", "arcx"])
+            .status
+            .success()
+    );
+    assert!(
+        text(&binfmt(&["sniff", arg(&odd)]).stdout)
+            .to_lowercase()
+            .contains("arcx")
+    );
+    // No extension to go by: a usage error naming the way out, nothing written.
+    let unknown = dir.path().join("x.bin");
+    let refused = binfmt(&["convert", arg(&source), "-o", arg(&unknown)]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("give --to"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!unknown.exists());
+}
+
+/// A store with tskit's keys (`nodes/metadata`, `individuals/metadata`)
+/// converts to TARIDX without options: names that are paths get
+/// WebDataset's key rule, said on stderr; glzn's rule is still one flag
+/// away and refuses with the fix in its message. Flat names keep glzn's
+/// rule, so the index is the one `--taridx-keys glzn` writes.
+#[test]
+fn convert_to_taridx_picks_the_key_rule_from_the_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("tables.trees");
+    let mut writer = binfmt_kastore::Writer::new();
+    for key in ["nodes/metadata", "individuals/metadata", "nodes/time"] {
+        writer
+            .insert_raw(key, binfmt_kastore::ItemType::Uint8, key.as_bytes())
+            .unwrap();
+    }
+    writer.write_file(&store).unwrap();
+    std::fs::create_dir_all(dir.path().join("wds")).unwrap();
+    let index = dir.path().join("wds/tables.taridx");
+    let converted = binfmt(&["convert", arg(&store), "-o", arg(&index)]);
+    assert!(converted.status.success(), "{}", text(&converted.stderr));
+    assert!(
+        text(&converted.stderr).contains("WebDataset rule"),
+        "{}",
+        text(&converted.stderr)
+    );
+    let got = binfmt(&["get", arg(&index), "individuals/metadata"]);
+    assert_eq!(got.stdout, b"individuals/metadata");
+    assert_eq!(
+        text(&binfmt(&["list", arg(&index)]).stdout).lines().count(),
+        3
+    );
+
+    std::fs::create_dir_all(dir.path().join("glzn")).unwrap();
+    let glzn = dir.path().join("glzn/tables.taridx");
+    let refused = binfmt(&[
+        "convert",
+        arg(&store),
+        "-o",
+        arg(&glzn),
+        "--taridx-keys",
+        "glzn",
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("--taridx-keys webdataset"),
+        "{}",
+        text(&refused.stderr)
+    );
+
+    let flat = fixture("reference/all_types.kas");
+    for (sub, extra) in [("default", None), ("explicit", Some("glzn"))] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        let out = dir.path().join(sub).join("flat.taridx");
+        let mut args = vec!["convert", arg(&flat), "-o", arg(&out)];
+        if let Some(rule) = extra {
+            args.extend(["--taridx-keys", rule]);
+        }
+        let converted = binfmt(&args);
+        assert!(converted.status.success(), "{}", text(&converted.stderr));
+        assert!(!text(&converted.stderr).contains("WebDataset"));
+    }
+    assert_eq!(
+        std::fs::read(dir.path().join("default/flat.taridx")).unwrap(),
+        std::fs::read(dir.path().join("explicit/flat.taridx")).unwrap()
+    );
+}

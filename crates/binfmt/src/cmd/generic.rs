@@ -255,9 +255,17 @@ enum TargetArg {
 /// travel through every format in a __kastore__.json entry), uint8
 /// otherwise; to par4, a HashMap<String, Vec<u8>>. A name the target cannot
 /// hold is an error naming it; nothing is renamed.
+///
+/// The target format is --to, or else the output's extension: .arcx, .kas
+/// or .trees, .par4, .taridx. To taridx, sample keys follow glzn's rule
+/// (the basename before its first dot) unless an entry's name is a path
+/// (has a '/', as a tskit file's keys and a WebDataset tree's names do):
+/// then WebDataset's rule (the whole path before the basename's first dot),
+/// so that edges/metadata and nodes/metadata stay two samples;
+/// --taridx-keys chooses either.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt convert data.arcx -o data.kas --to kast\n  binfmt convert tables.trees -o tables.arcx --to arcx\n  binfmt convert data.kas -o shards/tables.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx -o train.arcx --to arcx --dialect arcx-cli"
+    after_help = "Examples:\n  binfmt convert data.arcx -o data.kas\n  binfmt convert tables.trees -o tables.arcx --to arcx\n  binfmt convert data.kas -o shards/tables.taridx --to taridx --shard-size 1000000000\n  binfmt convert shards/train.taridx -o train.arcx --to arcx --dialect arcx-cli"
 )]
 pub struct ConvertArgs {
     /// A TARIDX index (with its shards beside it), ARCX, PAR4 or KAST file,
@@ -266,9 +274,9 @@ pub struct ConvertArgs {
     /// The file to write (for taridx: DIR/FOLD.taridx).
     #[arg(short, long)]
     output: PathBuf,
-    /// The target format.
+    /// The target format (default: from the output's extension).
     #[arg(long, value_enum)]
-    to: TargetArg,
+    to: Option<TargetArg>,
     /// ARCX only: the dialect to write.
     #[arg(long, value_enum, default_value = "spec")]
     dialect: DialectArg,
@@ -279,14 +287,42 @@ pub struct ConvertArgs {
     #[arg(long, default_value_t = u64::MAX, hide_default_value = true)]
     shard_samples: u64,
     /// TARIDX only: how member names become sample keys (glzn: the basename
-    /// before its first dot; webdataset: the whole path before it).
-    #[arg(long, value_enum, default_value = "glzn")]
-    taridx_keys: KeyRuleArg,
+    /// before its first dot; webdataset: the whole path before it). Default:
+    /// webdataset when an entry's name has a '/', glzn otherwise.
+    #[arg(long, value_enum)]
+    taridx_keys: Option<KeyRuleArg>,
     /// PAR4 only: compress chunks with LZ4.
     #[arg(long)]
     lz4: bool,
     #[command(flatten)]
     pub remote: RemoteArgs,
+}
+
+/// The format an output's extension names, if it names one.
+fn target_of(output: &Path) -> Option<Format> {
+    match output.extension()?.to_str()? {
+        "arcx" => Some(Format::Arcx),
+        "kas" | "trees" => Some(Format::Kast),
+        "par4" => Some(Format::Par4),
+        "taridx" => Some(Format::Taridx),
+        _ => None,
+    }
+}
+
+/// The key rule a TARIDX target gets by default: WebDataset's when any
+/// entry's name is a path (glzn's rule would fold `a/x.bin` and `b/x.bin`
+/// into one sample), glzn's otherwise, so the index stays byte-identical
+/// to glzn's for flat names.
+fn key_rule_for(source: &dyn EntrySource) -> Result<binfmt_taridx::KeyRule, String> {
+    let entries = source.list().map_err(failed)?;
+    if entries.iter().any(|entry| entry.name.contains('/')) {
+        output::note(format_args!(
+            "names are paths: sample keys by the WebDataset rule (--taridx-keys glzn for glzn's)"
+        ));
+        Ok(binfmt_taridx::KeyRule::WebDataset)
+    } else {
+        Ok(binfmt_taridx::KeyRule::Glzn)
+    }
 }
 
 pub fn convert(args: &ConvertArgs) -> CommandResult {
@@ -295,23 +331,35 @@ pub fn convert(args: &ConvertArgs) -> CommandResult {
 
 fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
     let to = match args.to {
-        TargetArg::Taridx => Format::Taridx,
-        TargetArg::Arcx => Format::Arcx,
-        TargetArg::Kast => Format::Kast,
-        TargetArg::Par4 => Format::Par4,
+        Some(TargetArg::Taridx) => Format::Taridx,
+        Some(TargetArg::Arcx) => Format::Arcx,
+        Some(TargetArg::Kast) => Format::Kast,
+        Some(TargetArg::Par4) => Format::Par4,
+        None => target_of(&args.output).unwrap_or_else(|| {
+            output::usage_error(format_args!(
+                "cannot tell the target format from {}: give --to, or an output ending in \
+                 .arcx, .kas, .trees, .par4 or .taridx",
+                output::shown(&args.output)
+            ))
+        }),
+    };
+    refuse_overwriting_input(&args.input, &args.output)?;
+    let source = session.open(&args.input, None)?;
+    let taridx_keys = match args.taridx_keys {
+        Some(rule) => rule.into(),
+        None if to == Format::Taridx => key_rule_for(source.as_ref())?,
+        None => binfmt_taridx::KeyRule::Glzn,
     };
     let options = binfmt::ConvertOptions::default()
         .arcx_dialect(args.dialect.into())
         .shard_size(args.shard_size)
         .shard_samples(args.shard_samples)
-        .taridx_keys(args.taridx_keys.into())
+        .taridx_keys(taridx_keys)
         .par4_compression(if args.lz4 {
             binfmt_parcode::Compression::Lz4
         } else {
             binfmt_parcode::Compression::None
         });
-    refuse_overwriting_input(&args.input, &args.output)?;
-    let source = session.open(&args.input, None)?;
     refuse_overwriting_inputs(&source.inputs(), &args.output)?;
     let bar = output::progress(0, "converting");
     let summary =
