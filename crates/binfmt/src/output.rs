@@ -188,16 +188,37 @@ impl serde_json::ser::Formatter for SafeJson {
     }
 }
 
-/// A progress bar of `len` steps on stderr, drawn only when stderr is a
-/// terminal (never into logs or pipes).
-pub fn progress(len: u64, what: &'static str) -> indicatif::ProgressBar {
+/// What a progress bar counts.
+#[derive(Debug, Clone, Copy)]
+pub enum Steps {
+    /// Bytes: shown in binary units (KiB, MiB, GiB) with a rate per second.
+    Bytes,
+    /// Things of a kind, named in the plural ("entries", "shards").
+    Items(&'static str),
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal (never
+/// into logs or pipes): what it does, how far in human units, the rate and
+/// the time left. Its length is set by the caller when known.
+pub fn progress(steps: Steps, what: &'static str) -> indicatif::ProgressBar {
     if !io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::new(len);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {elapsed}")
-    {
+    styled(indicatif::ProgressBar::new(0), steps, what)
+}
+
+/// `bar` with the style for `steps` and the message `what`.
+fn styled(bar: indicatif::ProgressBar, steps: Steps, what: &'static str) -> indicatif::ProgressBar {
+    let template = match steps {
+        Steps::Bytes => {
+            "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}, {eta} left"
+                .to_owned()
+        }
+        Steps::Items(unit) => {
+            format!("{{msg}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit}, {{per_sec}}, {{eta}} left")
+        }
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(what);
@@ -218,6 +239,31 @@ pub fn usage_error(message: impl std::fmt::Display) -> ! {
 mod tests {
     use super::*;
     use serde::Serialize;
+
+    /// What a bar shows on a terminal, drawn at `done` of `all`.
+    fn drawn(steps: Steps, all: u64, done: u64) -> String {
+        let term = indicatif::InMemoryTerm::new(4, 120);
+        let target = indicatif::ProgressDrawTarget::term_like(Box::new(term.clone()));
+        let bar = styled(
+            indicatif::ProgressBar::with_draw_target(Some(all), target),
+            steps,
+            "packing",
+        );
+        bar.set_position(done);
+        bar.tick();
+        term.contents()
+    }
+
+    /// Issue 28: bars showed raw byte counts and no time left.
+    #[test]
+    fn bars_show_human_units_a_rate_and_the_time_left() {
+        let bytes = drawn(Steps::Bytes, 3 << 30, 512 << 20);
+        assert!(bytes.contains("512.00 MiB/3.00 GiB"), "{bytes}");
+        assert!(bytes.contains("/s") && bytes.contains("left"), "{bytes}");
+        let items = drawn(Steps::Items("entries"), 12_000, 3_000);
+        assert!(items.contains("3,000/12,000 entries"), "{items}");
+        assert!(items.contains("/s") && items.contains("left"), "{items}");
+    }
 
     /// Found from outside: `--json` printed U+009B (an 8-bit CSI) and
     /// U+202E raw, since JSON escapes only U+0000 to U+001F.

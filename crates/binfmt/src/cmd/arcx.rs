@@ -92,7 +92,7 @@ fn pack(args: &PackArgs) -> CommandResult {
         .block_size(usize::try_from(args.block_size).unwrap_or(256 << 10))
         .chunk_size(usize::try_from(args.chunk_size).unwrap_or(1 << 20))
         .jobs(args.jobs);
-    let bar = output::progress(0, "packing");
+    let bar = output::progress(output::Steps::Bytes, "packing");
     let summary = binfmt_arcx::pack_dir(
         &args.dir,
         &args.output,

@@ -187,7 +187,7 @@ pub fn extract(args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
 
 fn extract_in(session: &Session, args: &ExtractArgs, expect: Option<Format>) -> CommandResult {
     let source = session.open(&args.file, expect)?;
-    let bar = output::progress(0, "extracting");
+    let bar = output::progress(output::Steps::Items("entries"), "extracting");
     let progress = |done, all| {
         bar.set_length(all);
         bar.set_position(done);
@@ -361,7 +361,7 @@ fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
             binfmt_parcode::Compression::None
         });
     refuse_overwriting_inputs(&source.inputs(), &args.output)?;
-    let bar = output::progress(0, "converting");
+    let bar = output::progress(output::Steps::Items("entries"), "converting");
     let summary =
         binfmt::convert_source(source.as_ref(), &args.output, to, &options, &|done, all| {
             bar.set_length(all);

@@ -283,7 +283,8 @@ fn index(args: &IndexArgs) -> CommandResult {
             (args.inputs.clone(), out.clone())
         }
     };
-    let bar = output::progress(shards.len() as u64, "indexing shards");
+    let bar = output::progress(output::Steps::Items("shards"), "indexing");
+    bar.set_length(shards.len() as u64);
     let written = write_index(&shards, &out, options, || bar.inc(1));
     bar.finish_and_clear();
     // Every failure names its file: the shard at fault or the output.

@@ -131,7 +131,8 @@ pub(super) fn pack(args: &PackArgs) -> CommandResult {
         inputs,
     )
     .map_err(failed(out))?;
-    let bar = output::progress(samples.len() as u64, "packing samples");
+    let bar = output::progress(output::Steps::Items("samples"), "packing");
+    bar.set_length(samples.len() as u64);
     for (key, mut members) in samples {
         members.sort_by(|a, b| a.0.cmp(&b.0));
         let mut streams: Vec<(String, u64, Box<dyn std::io::Read>)> = Vec::new();
