@@ -179,7 +179,7 @@ impl<S: Source> Archive<S> {
         progress: &(dyn Fn(u64, u64) + Sync),
     ) -> Result<ExtractSummary> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|error| binfmt_core::Error::io(dir, error))?;
+        binfmt_core::extract::create_dir(dir)?;
         let targets = Targets::new(dir);
         // The archive's identity, taken once: each target is then one stat.
         let archive = Inputs::new(&[self.source().name()]);

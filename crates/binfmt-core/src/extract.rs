@@ -11,6 +11,34 @@ use std::sync::Mutex;
 
 use crate::error::{Error, IoResultExt, Result};
 
+/// Makes the directory a command writes files into (and its parents). A
+/// path already there that is not a directory is named as what it is, with
+/// the way out, rather than as the system's bare "File exists".
+pub fn create_dir(dir: impl AsRef<Path>) -> Result<()> {
+    let dir = dir.as_ref();
+    match fs::create_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(error) => match fs::metadata(dir) {
+            Ok(there) if !there.is_dir() => Err(Error::io(
+                dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} is there, not a directory: the files go into a directory; \
+                         give -o a new or existing directory",
+                        if there.is_file() {
+                            "a file"
+                        } else {
+                            crate::input::file_kind(&there)
+                        }
+                    ),
+                ),
+            )),
+            _ => Err(Error::io(dir, error)),
+        },
+    }
+}
+
 /// Where entry `name` goes under `dir`, after refusing absolute paths, `.`
 /// and `..` components, empty components, backslashes and NUL bytes, and
 /// creating its parent directories without following symlinks.

@@ -218,9 +218,7 @@ pub fn extract(
     options: &ExtractOptions,
 ) -> Result<u64> {
     let dir = dir.as_ref();
-    std::fs::create_dir_all(dir)
-        .map_err(|error| binfmt_core::Error::io(dir, error))
-        .in_file(&dir.display().to_string())?;
+    binfmt_core::extract::create_dir(dir).in_file(&dir.display().to_string())?;
     source.extract_to(dir, options)
 }
 

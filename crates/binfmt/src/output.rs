@@ -1,6 +1,6 @@
 //! Writing results to stdout, and the exit status they lead to.
 
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::process::ExitCode;
 
 /// A message that names `path` exactly once: `PATH: message`, or the
@@ -68,6 +68,53 @@ pub fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(error) => Err(format!("writing to stdout: {error}")),
         Ok(()) => Ok(()),
+    }
+}
+
+/// Where `get -o PATH` writes: `-` is standard output, said explicitly
+/// (written even to a terminal); anything else a file.
+pub fn is_stdout(path: &std::path::Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// How much of an entry is looked at before it goes to a terminal.
+const SNIFF: usize = 8192;
+
+/// Writes an entry to stdout for `get`. Unless asked for with `-o -`,
+/// bytes that are not text (a NUL, or not UTF-8) never go to a terminal,
+/// where they would garble it (as curl refuses): the first piece is read
+/// and checked before anything is written.
+pub fn entry_to_stdout(
+    reader: &mut dyn io::Read,
+    explicit: bool,
+    read_error: impl Fn(io::Error) -> String,
+) -> Result<(), String> {
+    if explicit || !io::stdout().is_terminal() {
+        return stream_to_stdout(reader, read_error);
+    }
+    let mut first = Vec::with_capacity(SNIFF);
+    (&mut *reader)
+        .take(SNIFF as u64)
+        .read_to_end(&mut first)
+        .map_err(&read_error)?;
+    if !looks_like_text(&first) {
+        return Err(
+            "the entry is binary and stdout is a terminal: give -o FILE, \
+                    or -o - to print it anyway"
+                .to_owned(),
+        );
+    }
+    stream_to_stdout(&mut first.as_slice().chain(reader), read_error)
+}
+
+/// No NUL and valid UTF-8, but for a sequence cut at the end of the piece.
+fn looks_like_text(piece: &[u8]) -> bool {
+    if piece.contains(&0) {
+        return false;
+    }
+    match std::str::from_utf8(piece) {
+        Ok(_) => true,
+        Err(error) => error.error_len().is_none(),
     }
 }
 
@@ -252,6 +299,16 @@ mod tests {
         bar.set_position(done);
         bar.tick();
         term.contents()
+    }
+
+    #[test]
+    fn text_is_what_has_no_nul_and_is_utf8_up_to_a_cut_sequence() {
+        assert!(looks_like_text(b"hello\n"));
+        assert!(looks_like_text("caf\u{e9}".as_bytes()));
+        assert!(looks_like_text(&"caf\u{e9}".as_bytes()[..4]));
+        assert!(!looks_like_text(b"a\0b"));
+        assert!(!looks_like_text(&[0xff, b'a']));
+        assert!(!looks_like_text(&1.5f64.to_le_bytes()));
     }
 
     /// Issue 28: bars showed raw byte counts and no time left.

@@ -468,3 +468,80 @@ fn convert_to_taridx_picks_the_key_rule_from_the_names() {
         std::fs::read(dir.path().join("explicit/flat.taridx")).unwrap()
     );
 }
+
+/// Runs `binfmt args` with its stdout on a terminal (util-linux `script`
+/// gives it a pseudo-terminal): whether it succeeded and what the terminal
+/// showed.
+fn on_a_terminal(args: &[&str]) -> (bool, String) {
+    let command = std::iter::once(env!("CARGO_BIN_EXE_binfmt"))
+        .chain(args.iter().copied())
+        .map(|word| format!("'{}'", word.replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let done = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    (done.status.success(), text(&done.stdout))
+}
+
+/// Issue 28: `get` wrote binary bytes to a terminal. Not text (a NUL, or
+/// not UTF-8) is refused there with the way out; text is printed; `-o -`
+/// prints anything; to a pipe nothing changes, and `-o -` is stdout, never
+/// a file named `-`.
+#[test]
+fn get_to_a_terminal_refuses_binary_unless_asked() {
+    let kast = fixture("reference/all_types.kas");
+    let par4 = fixture("reference/map.par4");
+    let fold = fixture("reference/taridx/golden.taridx");
+    let (ok, shown) = on_a_terminal(&["get", arg(&kast), "int16"]);
+    assert!(!ok, "{shown}");
+    assert!(
+        shown.contains("binary") && shown.contains("-o -"),
+        "{shown}"
+    );
+    let (ok, shown) = on_a_terminal(&["get", arg(&kast), "int16", "-o", "-"]);
+    assert!(ok, "{shown}");
+    let (ok, shown) = on_a_terminal(&["get", arg(&par4), "hello.txt"]);
+    assert!(ok && shown.contains("hello, world"), "{shown}");
+    let (ok, shown) = on_a_terminal(&["taridx", "get", arg(&fold), "s/000001.jpg"]);
+    assert!(!ok && shown.contains("-o -"), "{shown}");
+    let (ok, shown) = on_a_terminal(&["taridx", "get", arg(&fold), "s/000001.cls"]);
+    assert!(ok, "{shown}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let piped = std::process::Command::new(env!("CARGO_BIN_EXE_binfmt"))
+        .args(["get", arg(&kast), "int16", "-o", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    assert_eq!(piped.stdout, binfmt(&["get", arg(&kast), "int16"]).stdout);
+    assert_eq!(piped.stdout.len(), 10);
+    assert!(!dir.path().join("-").exists());
+}
+
+/// Issue 28: `extract -o EXISTING_FILE` said only "File exists (os error
+/// 17)". Every format's extraction now names what is there and what to do.
+#[test]
+fn extract_onto_a_file_says_what_is_there_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let there = dir.path().join("afile");
+    std::fs::write(&there, b"mine").unwrap();
+    for source in [
+        "reference/sample.arcx",
+        "reference/all_types.kas",
+        "reference/map.par4",
+    ] {
+        let refused = binfmt(&["extract", arg(&fixture(source)), "-o", arg(&there)]);
+        assert_eq!(refused.status.code(), Some(1), "{source}");
+        let said = text(&refused.stderr);
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(
+            said.contains("a file is there, not a directory") && said.contains("give -o"),
+            "{source}: {said}"
+        );
+    }
+    assert_eq!(std::fs::read(&there).unwrap(), b"mine");
+}

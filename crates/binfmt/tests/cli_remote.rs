@@ -420,3 +420,32 @@ fn a_server_that_ignores_ranges_is_read_whole_with_a_warning() {
         "{stderr}"
     );
 }
+
+/// Issue 28: a refused connection printed the HTTP client's retry report
+/// ("Generic HTTP error ... max_retries: 4, retry_timeout: 30s"). It is one
+/// line saying what is wrong and what to check. No server needed: a port
+/// just closed refuses.
+#[test]
+fn a_refused_connection_says_what_to_check() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/data.arcx");
+    let done = Command::new(env!("CARGO_BIN_EXE_binfmt"))
+        .args(["list", &url])
+        .output()
+        .unwrap();
+    assert_eq!(done.status.code(), Some(1));
+    let said = text(&done.stderr);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.contains("connection refused") && said.contains("is the server running"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("retries") && !said.contains("Generic"),
+        "{said}"
+    );
+}

@@ -665,9 +665,51 @@ fn classify(
         object_store::Error::Precondition { .. } => changed_412(url, pin),
         other => RemoteError::Request {
             url,
-            message: describe(&other),
+            message: unreachable(&other).unwrap_or_else(|| describe(&other)),
         },
     })
+}
+
+/// What a person can do about a server that could not be reached: the
+/// transport's failure in one line with the next step, instead of the HTTP
+/// client's retry report. `None` when the failure is something else.
+fn unreachable(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    let mut text = String::new();
+    while let Some(inner) = cause {
+        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    return Some(
+                        "cannot connect (connection refused): is the server running, \
+                         and are the host and port right?"
+                            .to_owned(),
+                    );
+                }
+                std::io::ErrorKind::TimedOut => {
+                    return Some(
+                        "cannot connect (timed out): check the host, the port and the network"
+                            .to_owned(),
+                    );
+                }
+                _ => {}
+            }
+        }
+        text.push_str(&inner.to_string().to_lowercase());
+        text.push(' ');
+        cause = inner.source();
+    }
+    if text.contains("connection refused") {
+        return Some(
+            "cannot connect (connection refused): is the server running, \
+             and are the host and port right?"
+                .to_owned(),
+        );
+    }
+    if text.contains("dns error") || text.contains("failed to lookup address") {
+        return Some("cannot connect: the host name does not resolve; check the URL".to_owned());
+    }
+    None
 }
 
 fn denied(url: String, scheme: Scheme, status: u16) -> RemoteError {

@@ -57,7 +57,8 @@ pub struct GetArgs {
     pub file: PathBuf,
     /// The entry's name, as `list` shows it.
     pub name: String,
-    /// Where to write (default: stdout).
+    /// Where to write (default: stdout, where an entry that is not text
+    /// is refused on a terminal; "-": stdout, even a terminal).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]

@@ -136,18 +136,22 @@ pub fn get(args: &GetArgs, expect: Option<Format>) -> CommandResult {
 
 fn get_in(session: &Session, args: &GetArgs, expect: Option<Format>) -> CommandResult {
     let source = session.open_only(&args.file, expect, &args.name)?;
-    if let Some(path) = &args.output {
+    let to_file = args
+        .output
+        .as_deref()
+        .filter(|path| !output::is_stdout(path));
+    if let Some(path) = to_file {
         refuse_overwriting_inputs(&source.inputs(), path)?;
     }
     let mut reader = source.open(&args.name).map_err(failed)?;
     let file = source.file().to_owned();
-    match &args.output {
+    match to_file {
         Some(path) => {
             let mut out = binfmt_core::AtomicFile::create(path).map_err(|e| e.to_string())?;
             copy(&mut reader, &mut out, &file, &args.name)?;
             out.commit().map_err(|e| e.to_string())?;
         }
-        None => output::stream_to_stdout(&mut reader, |error| {
+        None => output::entry_to_stdout(&mut reader, args.output.is_some(), |error| {
             format!("{file}: entry {:?}: {error}", args.name)
         })?,
     }

@@ -107,7 +107,9 @@ pub struct GetArgs {
     /// The directory holding the shards (default: the index's directory).
     #[arg(long, value_name = "ROOT")]
     shards: Option<PathBuf>,
-    /// Where to write: a file for one member, a directory for a sample.
+    /// Where to write: a file for one member, a directory for a sample
+    /// (default: stdout, where a member that is not text is refused on a
+    /// terminal; "-": stdout, even a terminal).
     #[arg(short, long)]
     output: Option<PathBuf>,
     #[command(flatten)]
@@ -524,9 +526,15 @@ fn get_in(session: &Session, args: &GetArgs) -> CommandResult {
             let Some((_, mut member)) = rows.into_iter().next() else {
                 return Ok(Status::Success);
             };
-            match &args.output {
+            match args
+                .output
+                .as_deref()
+                .filter(|path| !output::is_stdout(path))
+            {
                 Some(path) => write_member(path, &mut member, &inputs)?,
-                None => output::to_stdout(|out| std::io::copy(&mut member, out).map(|_| ()))?,
+                None => output::entry_to_stdout(&mut member, args.output.is_some(), |error| {
+                    output::about(&args.index, TaridxError::from_io(error, &args.index))
+                })?,
             }
             Ok(Status::Success)
         }
@@ -581,7 +589,7 @@ fn write_sample(
         }
         targets.push((name, member));
     }
-    std::fs::create_dir_all(dir).map_err(|error| output::about(dir, error))?;
+    binfmt_core::extract::create_dir(dir).map_err(|error| error.to_string())?;
     for (name, mut member) in targets {
         let target = binfmt_core::extract::safe_target(dir, &name).map_err(|e| e.to_string())?;
         write_member(&target, &mut member, inputs)?;

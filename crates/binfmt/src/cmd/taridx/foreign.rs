@@ -266,7 +266,7 @@ pub(super) fn export(args: &ExportArgs) -> CommandResult {
                 let text = foreign::dali_index(&dataset, fid, args.with_names)
                     .map_err(failed(&args.index))?;
                 let dir = parent_or_dot(path);
-                std::fs::create_dir_all(&dir).map_err(|e| output::about(&dir, e))?;
+                binfmt_core::extract::create_dir(&dir).map_err(|e| e.to_string())?;
                 write_bytes(&inputs, path, text.as_bytes())?;
                 output::note(format_args!("wrote {}", output::shown(path)));
             }
@@ -285,7 +285,7 @@ pub(super) fn export(args: &ExportArgs) -> CommandResult {
                 let bytes =
                     foreign::ratarmount_index(&dataset, fid).map_err(failed(&args.index))?;
                 let dir = parent_or_dot(path);
-                std::fs::create_dir_all(&dir).map_err(|e| output::about(&dir, e))?;
+                binfmt_core::extract::create_dir(&dir).map_err(|e| e.to_string())?;
                 write_bytes(&inputs, path, &bytes)?;
                 output::note(format_args!("wrote {}", output::shown(path)));
             }
