@@ -545,3 +545,42 @@ fn extract_onto_a_file_says_what_is_there_and_what_to_do() {
     }
     assert_eq!(std::fs::read(&there).unwrap(), b"mine");
 }
+
+/// Issue 28: the tour printed two bundled fixtures' errors without saying
+/// they are deliberate. Every file it cannot open is either of a kind with
+/// no entries (a bare tar, a PAR4 root that is not a map) or listed in
+/// `fixtures/tour-notes.tsv`, and shown as refused on purpose with why.
+#[test]
+fn the_tour_labels_every_refusal_it_shows() {
+    let tour = binfmt(&[
+        "tour",
+        arg(&binfmt_tests::workspace_root().join("fixtures")),
+    ]);
+    assert!(tour.status.success(), "{}", text(&tour.stderr));
+    let report = text(&tour.stdout);
+    let refused: Vec<&str> = report
+        .lines()
+        .filter(|line| line.contains(" | - | - | "))
+        .collect();
+    assert!(refused.len() >= 4, "{report}");
+    for row in &refused {
+        assert!(
+            row.contains("refused, as meant: ")
+                || row.contains("the root is not a HashMap")
+                || row.contains("a tar file: index it"),
+            "an unlabelled refusal: {row}"
+        );
+    }
+    for file in [
+        "reference/converted/unicode.taridx",
+        "reference/sample.taridx",
+    ] {
+        assert!(
+            refused
+                .iter()
+                .any(|row| row.starts_with(&format!("| {file} |")) && row.contains("as meant")),
+            "{file}: {report}"
+        );
+    }
+    assert!(report.contains("2 of these files are meant to be refused"));
+}

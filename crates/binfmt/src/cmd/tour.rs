@@ -38,6 +38,27 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
+/// The file in DIR that names the files meant to be refused, and why:
+/// one `PATH<TAB>WHY` per line (PATH relative to DIR), `#` for comments.
+const NOTES: &str = "tour-notes.tsv";
+
+/// What `DIR/tour-notes.tsv` says, by path relative to DIR (none when the
+/// file is absent). It is read through the input gate, like every input.
+fn deliberate(dir: &Path) -> Result<BTreeMap<PathBuf, String>, String> {
+    let path = dir.join(NOTES);
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(BTreeMap::new());
+    }
+    let text = binfmt_core::input::read_to_string(&path, 64 << 10, "tour notes")
+        .map_err(|error| error.to_string())?;
+    Ok(text
+        .lines()
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .filter_map(|line| line.split_once('\t'))
+        .map(|(file, why)| (PathBuf::from(file.trim()), why.trim().to_owned()))
+        .collect())
+}
+
 /// Every entry's SHA-256, by name.
 fn digests(path: &Path) -> Result<BTreeMap<String, [u8; 32]>, String> {
     let source = binfmt::open(path).map_err(output::failed)?;
@@ -62,6 +83,8 @@ pub fn run(args: &Args) -> CommandResult {
         "| file | format | entries | bytes | note |\n|---|---|---:|---:|---|"
     );
     let files = files_under(&args.dir)?;
+    let notes = deliberate(&args.dir)?;
+    let mut refused_as_meant = 0;
     // Shards of a fold are shown with its index, not on rows of their own.
     let mut shards_of = BTreeMap::new();
     for path in files
@@ -85,7 +108,8 @@ pub fn run(args: &Args) -> CommandResult {
         if format == Format::Unknown || shards.contains(&path) {
             continue;
         }
-        let shown = output::shown(path.strip_prefix(&args.dir).unwrap_or(&path));
+        let relative = path.strip_prefix(&args.dir).unwrap_or(&path);
+        let shown = output::shown(relative);
         let (entries, bytes, note) = match binfmt::open(&path).and_then(|source| source.list()) {
             Ok(entries) => {
                 if format == Format::Arcx
@@ -118,12 +142,28 @@ pub fn run(args: &Args) -> CommandResult {
                 let why = why.strip_prefix(&prefix).unwrap_or(&why);
                 // The reason, without the detail of where it was found.
                 let why = binfmt_core::print::line(why.split(" (").next().unwrap_or(why));
+                let why = match notes.get(relative) {
+                    Some(meant) => {
+                        refused_as_meant += 1;
+                        format!(
+                            "refused, as meant: {} (binfmt: {why})",
+                            binfmt_core::print::line(meant)
+                        )
+                    }
+                    None => why,
+                };
                 ("-".to_owned(), "-".to_owned(), why)
             }
         };
         let _ = writeln!(
             text,
             "| {shown} | {format} | {entries} | {bytes} | {note} |"
+        );
+    }
+    if refused_as_meant > 0 {
+        let _ = writeln!(
+            text,
+            "\n{refused_as_meant} of these files are meant to be refused: {NOTES} says why."
         );
     }
     let (_, dataset) = dataset.ok_or_else(|| {
