@@ -28,7 +28,7 @@ use binfmt_taridx::{
 use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyMemoryView};
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::kastore::view;
 use crate::{errors, remote};
@@ -300,8 +300,10 @@ impl NativeDataset {
                     let name = reader.name().to_owned();
                     let owner = Bound::new(py, MemberBytes { reader })?;
                     let bytes = owner.get().reader.as_slice().unwrap_or_default();
-                    let array = view::<u8>(py, bytes, owner.as_any())?;
-                    (name, PyMemoryView::from(&array)?.into_any())
+                    // A read-only uint8 array over the map, not a
+                    // memoryview: it pickles (as a copy), so a DataLoader
+                    // worker can hand the sample back (issue 28).
+                    (name, view::<u8>(py, bytes, owner.as_any())?)
                 }
             };
             key.get_or_insert_with(|| rule.split(&name).key);

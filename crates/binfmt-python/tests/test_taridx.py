@@ -102,14 +102,37 @@ def test_zero_copy_members_are_views_of_the_shard_map(wds_shards):
     ds = taridx.Dataset(index, shards, zero_copy=True)
     sample = ds[13]
     view = sample[".jpg"]
-    assert isinstance(view, memoryview) and view.readonly
+    assert isinstance(view, np.ndarray) and view.dtype == np.uint8
+    assert not view.flags.writeable
     assert bytes(view) == data["sample000013"]["jpg"]
     address = np.frombuffer(view, dtype=np.uint8).ctypes.data
     assert any(start <= address < end for start, end in mapped(shards[1]))
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError):
         view[0] = 1
     del ds
     assert bytes(view) == data["sample000013"]["jpg"]  # the view keeps the map
+
+
+def test_zero_copy_samples_survive_dataloader_workers(wds_shards):
+    """Issue 28: zero_copy samples were memoryviews, which cannot be pickled,
+    so a DataLoader worker could not return them. They pickle as copies, and
+    come back through a real worker process."""
+    import multiprocessing
+    import pickle
+
+    index, shards, data = wds_shards
+    ds = taridx.Dataset(index, shards, zero_copy=True)
+    sample = ds[13]
+    back = pickle.loads(pickle.dumps(sample))
+    assert bytes(back[".jpg"]) == data["sample000013"]["jpg"]
+    assert back["__key__"] == sample["__key__"]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply(_read_in_worker, (ds, 21))
+    assert bytes(got[".jpg"]) == data["sample000021"]["jpg"]
+
+
+def _read_in_worker(ds, i):
+    return ds[i]
 
 
 def test_bounded_open_shards(wds_shards):

@@ -221,8 +221,10 @@ class Dataset:
     ``ds[i]`` is a dict in the ``wids`` style: ``"__key__"``, ``"__shard__"``
     (the shard's path), ``"__index__"``, and one entry per member extension
     (``".jpg"``, with the dot, as wids names them) holding its bytes, or,
-    with ``zero_copy=True`` and mapped shards, a read-only ``memoryview`` of
-    the shard's map (no copy; it keeps the map alive). Every member's tar
+    with ``zero_copy=True`` and mapped shards, a read-only ``numpy`` uint8
+    array over the shard's map (no copy; it keeps the map alive; a buffer,
+    so ``bytes(a)``, ``memoryview(a)`` and ``io.BytesIO(a)`` take it) that
+    pickles as a copy, so a DataLoader worker can return it. Every member's tar
     header is checked against the index before its bytes are returned.
     ``i`` is an integer (``operator.index``: ``ds["3"]``, ``ds[1.5]`` and
     ``ds[b"3"]`` are ``TypeError``); a sample is looked up by key with
