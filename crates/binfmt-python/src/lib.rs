@@ -10,6 +10,8 @@
 //! - [`taridx`]: TARIDX datasets for training loops, and their sampler;
 //! - [`par4`]: PAR4 files: the chunk tree, a `HashMap<String, Vec<u8>>` root
 //!   read lazily;
+//! - [`cli`]: the `binfmt` command, as the wheel's script and
+//!   `python -m binfmt` run it;
 //! - [`entries`]: the umbrella library (`binfmt.open`, `convert`, `sniff`);
 //! - [`errors`]: every Rust error as a Python exception carrying its message;
 //! - [`pyio`]: Python file objects and handed-over descriptors as Rust I/O;
@@ -30,6 +32,7 @@ compile_error!(
 use pyo3::prelude::*;
 
 pub mod arcx;
+pub mod cli;
 pub mod entries;
 pub mod errors;
 pub mod kastore;
@@ -45,6 +48,7 @@ pub mod taridx;
 fn binfmt_python(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(module)?;
+    cli::register(module)?;
     kastore::register(module)?;
     arcx::register(module)?;
     entries::register(module)?;

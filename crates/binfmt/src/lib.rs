@@ -21,12 +21,18 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+// The command's modules name this library `binfmt`, as the binary did.
+extern crate self as binfmt;
+
+pub mod cli;
+mod cmd;
 pub mod convert;
 mod element_types;
 pub mod entries;
 mod error;
 pub mod formats;
 pub mod origin;
+mod output;
 mod sink;
 pub mod sniff;
 

@@ -1,7 +1,6 @@
 //! Writing results to stdout, and the exit status they lead to.
 
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
-use std::process::ExitCode;
 
 /// A message that names `path` exactly once: `PATH: message`, or the
 /// message as it is when the error already starts by naming the path
@@ -42,11 +41,12 @@ pub enum Status {
     Failed,
 }
 
-impl From<Status> for ExitCode {
-    fn from(status: Status) -> ExitCode {
-        match status {
-            Status::Success => ExitCode::SUCCESS,
-            Status::Failed => ExitCode::from(1),
+impl Status {
+    /// The process exit status: 0 or 1.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Success => 0,
+            Status::Failed => 1,
         }
     }
 }

@@ -161,6 +161,9 @@ class _NativeEntries:
 def open_entries(location: str) -> _NativeEntries:
     """Opens a file of any supported format as named entries."""
 
+def run_cli(argv: list[str]) -> int:
+    """Runs the ``binfmt`` command on ``argv`` (the program name first); its exit status."""
+
 def sniff(location: str) -> str:
     """The format of a file."""
 
