@@ -139,3 +139,37 @@ fn verify_checks_what_map_entries_mean() {
     }
     assert!(checked >= 10, "{checked} map cases");
 }
+
+/// Found from outside (issue 27's attack): a bucket whose entry count is
+/// set to 0 kept its entry's bytes, and `verify`, `list`, `extract` and
+/// `convert` all exited 0 with no entries, dropping them silently. Every
+/// command now refuses the bucket, naming it.
+#[test]
+fn a_bucket_that_disowns_its_bytes_is_refused_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = binfmt_tests::fixture("generated/par4/one.par4");
+    let mut bytes = std::fs::read(&fixture).unwrap();
+    // The bucket chunk starts the file; its header's first field is the count.
+    assert_eq!(bytes[..4], 1u32.to_le_bytes());
+    bytes[..4].copy_from_slice(&0u32.to_le_bytes());
+    let file = dir.path().join("disowned.par4");
+    std::fs::write(&file, &bytes).unwrap();
+    let file = file.to_str().unwrap();
+    let out = dir.path().join("out");
+    let arcx = dir.path().join("x.arcx");
+    for args in [
+        vec!["verify", file],
+        vec!["list", file],
+        vec!["extract", file, "-o", out.to_str().unwrap()],
+        vec!["convert", file, "-o", arcx.to_str().unwrap()],
+    ] {
+        let done = binfmt(&args);
+        let said = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains("0 entries, but") && said.contains("no entry accounts for"),
+            "{args:?}: {said}"
+        );
+    }
+    assert!(!arcx.exists());
+}

@@ -186,6 +186,19 @@ pub enum ParError {
         used: u64,
     },
 
+    /// A map bucket that says it holds no entry but has bytes after its
+    /// header: bytes no entry accounts for (found from outside: they were
+    /// dropped silently).
+    #[error(
+        "map bucket at {bucket}: 0 entries, but {bytes} bytes follow its header that no entry accounts for"
+    )]
+    BucketUnused {
+        /// The bucket chunk.
+        bucket: u64,
+        /// The bytes after the 8-byte header.
+        bytes: u64,
+    },
+
     /// A map entry whose stored hash is not the hash of its key.
     #[error(
         "map bucket at {bucket}: entry {entry} stores hash {stored:#018x} but its key hashes to {computed:#018x}"

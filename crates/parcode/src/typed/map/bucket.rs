@@ -105,6 +105,14 @@ impl<'a> Bucket<'a> {
             .head()
             .first_chunk::<4>()
             .map_or(0, |bytes| u32::from_le_bytes(*bytes));
+        // Every byte a bucket holds belongs to an entry: an empty bucket is
+        // an empty payload (or its header alone).
+        if count == 0 && payload_len > BUCKET_HEADER {
+            return Err(ParError::BucketUnused {
+                bucket: at,
+                bytes: payload_len - BUCKET_HEADER,
+            });
+        }
         let tables_len = u64::from(count) * TABLE_ENTRY;
         if tables_len > payload_len - BUCKET_HEADER {
             return Err(bad(format!(

@@ -48,6 +48,7 @@ impl<S: Source> ParFile<S> {
                 | ParError::WrongBucket { .. }
                 | ParError::EntryOutOfOrder { .. }
                 | ParError::EntryLength { .. }
+                | ParError::BucketUnused { .. }
                 | ParError::ChildrenOverlap { .. }
                 | ParError::Lz4 { .. }
                 | ParError::Core(_)),
