@@ -674,42 +674,30 @@ fn classify(
 /// transport's failure in one line with the next step, instead of the HTTP
 /// client's retry report. `None` when the failure is something else.
 fn unreachable(error: &(dyn std::error::Error + 'static)) -> Option<String> {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    const REFUSED: &str = "cannot connect (connection refused): is the server running, and are the host and port right?";
+    const TIMED_OUT: &str = "cannot connect (timed out): check the host, the port and the network";
+    const NO_HOST: &str = "cannot connect: the host name does not resolve; check the URL";
     let mut text = String::new();
-    while let Some(inner) = cause {
-        if let Some(io) = inner.downcast_ref::<std::io::Error>() {
-            match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => {
-                    return Some(
-                        "cannot connect (connection refused): is the server running, \
-                         and are the host and port right?"
-                            .to_owned(),
-                    );
-                }
-                std::io::ErrorKind::TimedOut => {
-                    return Some(
-                        "cannot connect (timed out): check the host, the port and the network"
-                            .to_owned(),
-                    );
-                }
-                _ => {}
-            }
+    for layer in binfmt_core::carry::chain(error) {
+        match layer
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+        {
+            Some(std::io::ErrorKind::ConnectionRefused) => return Some(REFUSED.to_owned()),
+            Some(std::io::ErrorKind::TimedOut) => return Some(TIMED_OUT.to_owned()),
+            _ => {}
         }
-        text.push_str(&inner.to_string().to_lowercase());
+        text.push_str(&layer.to_string().to_lowercase());
         text.push(' ');
-        cause = inner.source();
     }
+    // The HTTP client reports some transport failures as text only.
     if text.contains("connection refused") {
-        return Some(
-            "cannot connect (connection refused): is the server running, \
-             and are the host and port right?"
-                .to_owned(),
-        );
+        Some(REFUSED.to_owned())
+    } else if text.contains("dns error") || text.contains("failed to lookup address") {
+        Some(NO_HOST.to_owned())
+    } else {
+        None
     }
-    if text.contains("dns error") || text.contains("failed to lookup address") {
-        return Some("cannot connect: the host name does not resolve; check the URL".to_owned());
-    }
-    None
 }
 
 fn denied(url: String, scheme: Scheme, status: u16) -> RemoteError {
