@@ -50,6 +50,8 @@ pub struct ConvertSummary {
     /// Entries of the input that are not bytes (ARCX directories and
     /// symlinks), which the target does not hold.
     pub skipped: Vec<String>,
+    /// For a TARIDX target, the key rule its samples were keyed by.
+    pub taridx_keys: Option<binfmt_taridx::KeyRule>,
 }
 
 /// Converts `input` (any format [`open`] reads) into `output` in format `to`.
@@ -160,5 +162,6 @@ pub fn convert_source(
         bytes,
         outputs,
         skipped: skipped.into_iter().map(|entry| entry.name).collect(),
+        taridx_keys: written.taridx_keys,
     })
 }

@@ -28,6 +28,10 @@ pub struct ConvertOptions {
     pub shard_samples: u64,
     /// How TARIDX targets key member names into samples.
     pub taridx_keys: binfmt_taridx::KeyRule,
+    /// Whether TARIDX targets choose the key rule from the names instead:
+    /// WebDataset's when a name is a path, [`ConvertOptions::taridx_keys`]
+    /// otherwise.
+    pub taridx_keys_by_names: bool,
     /// Compression of PAR4 chunks.
     pub par4_compression: binfmt_parcode::Compression,
 }
@@ -39,6 +43,7 @@ impl Default for ConvertOptions {
             shard_size: 1 << 30,
             shard_samples: u64::MAX,
             taridx_keys: binfmt_taridx::KeyRule::Glzn,
+            taridx_keys_by_names: false,
             par4_compression: binfmt_parcode::Compression::None,
         }
     }
@@ -66,6 +71,15 @@ impl ConvertOptions {
     /// These options keying TARIDX samples by `rule`.
     pub fn taridx_keys(mut self, rule: binfmt_taridx::KeyRule) -> Self {
         self.taridx_keys = rule;
+        self
+    }
+
+    /// These options keying TARIDX samples by WebDataset's rule when a
+    /// name is a path (`edges/metadata` and `individuals/metadata` stay two
+    /// samples), by [`ConvertOptions::taridx_keys`] otherwise; the rule
+    /// used is [`ConvertSummary::taridx_keys`](crate::ConvertSummary).
+    pub fn taridx_keys_by_names(mut self) -> Self {
+        self.taridx_keys_by_names = true;
         self
     }
 
@@ -97,6 +111,8 @@ pub(crate) struct Written {
     pub(crate) entries: u64,
     /// Bytes written that no input entry had (the types record).
     pub(crate) extra_bytes: u64,
+    /// The key rule a TARIDX target was written with.
+    pub(crate) taridx_keys: Option<binfmt_taridx::KeyRule>,
 }
 
 /// The file being converted and how far reading has got.

@@ -313,22 +313,6 @@ fn target_of(output: &Path) -> Option<Format> {
     }
 }
 
-/// The key rule a TARIDX target gets by default: WebDataset's when any
-/// entry's name is a path (glzn's rule would fold `a/x.bin` and `b/x.bin`
-/// into one sample), glzn's otherwise, so the index stays byte-identical
-/// to glzn's for flat names.
-fn key_rule_for(source: &dyn EntrySource) -> Result<binfmt_taridx::KeyRule, String> {
-    let entries = source.list().map_err(failed)?;
-    if entries.iter().any(|entry| entry.name.contains('/')) {
-        output::note(format_args!(
-            "names are paths: sample keys by the WebDataset rule (--taridx-keys glzn for glzn's)"
-        ));
-        Ok(binfmt_taridx::KeyRule::WebDataset)
-    } else {
-        Ok(binfmt_taridx::KeyRule::Glzn)
-    }
-}
-
 pub fn convert(args: &ConvertArgs) -> CommandResult {
     args.remote.counted(|session| convert_in(session, args))
 }
@@ -349,21 +333,19 @@ fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
     };
     refuse_overwriting_input(&args.input, &args.output)?;
     let source = session.open(&args.input, None)?;
-    let taridx_keys = match args.taridx_keys {
-        Some(rule) => rule.into(),
-        None if to == Format::Taridx => key_rule_for(source.as_ref())?,
-        None => binfmt_taridx::KeyRule::Glzn,
-    };
-    let options = binfmt::ConvertOptions::default()
-        .arcx_dialect(args.dialect.into())
-        .shard_size(args.shard_size)
-        .shard_samples(args.shard_samples)
-        .taridx_keys(taridx_keys)
-        .par4_compression(if args.lz4 {
-            binfmt_parcode::Compression::Lz4
-        } else {
-            binfmt_parcode::Compression::None
-        });
+    let options = match args.taridx_keys {
+        Some(rule) => binfmt::ConvertOptions::default().taridx_keys(rule.into()),
+        // glzn's rule unless a name is a path (the sink sees every name).
+        None => binfmt::ConvertOptions::default().taridx_keys_by_names(),
+    }
+    .arcx_dialect(args.dialect.into())
+    .shard_size(args.shard_size)
+    .shard_samples(args.shard_samples)
+    .par4_compression(if args.lz4 {
+        binfmt_parcode::Compression::Lz4
+    } else {
+        binfmt_parcode::Compression::None
+    });
     refuse_overwriting_inputs(&source.inputs(), &args.output)?;
     let bar = output::progress(output::Steps::Items("entries"), "converting");
     let summary =
@@ -377,6 +359,12 @@ fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
         output::note(format_args!(
             "skipped {}: not a regular file, {to} holds bytes only",
             output::escape(skipped)
+        ));
+    }
+    if args.taridx_keys.is_none() && summary.taridx_keys == Some(binfmt_taridx::KeyRule::WebDataset)
+    {
+        output::note(format_args!(
+            "names are paths: sample keys by the WebDataset rule (--taridx-keys glzn for glzn's)"
         ));
     }
     output::note(format_args!(

@@ -331,6 +331,7 @@ impl EntrySink for Sink {
             Written {
                 entries: names.len() as u64 + u64::from(record.is_some()),
                 extra_bytes: record.map_or(0, |r| r.len() as u64),
+                taridx_keys: None,
             },
         ))
     }

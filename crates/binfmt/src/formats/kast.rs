@@ -149,6 +149,7 @@ impl EntrySink for Sink {
             Written {
                 entries: names.len() as u64,
                 extra_bytes: 0,
+                taridx_keys: None,
             },
         ))
     }

@@ -164,6 +164,7 @@ impl EntrySink for Sink {
             Written {
                 entries: map.len() as u64,
                 extra_bytes: record.map_or(0, |r| r.len() as u64),
+                taridx_keys: None,
             },
         ))
     }

@@ -343,7 +343,11 @@ impl EntrySink for Sink {
         }
         let mut seen = HashSet::new();
         names.retain(|name| seen.insert(*name));
-        let rule = options.taridx_keys;
+        let rule = if options.taridx_keys_by_names && names.iter().any(|name| name.contains('/')) {
+            binfmt_taridx::KeyRule::WebDataset
+        } else {
+            options.taridx_keys
+        };
         check_taridx_names(&names, output, rule)?;
         let dir = output
             .parent()
@@ -403,6 +407,7 @@ impl EntrySink for Sink {
             Written {
                 entries: names.len() as u64,
                 extra_bytes: record.map_or(0, |r| r.len() as u64),
+                taridx_keys: Some(rule),
             },
         ))
     }
