@@ -61,13 +61,9 @@ impl Source for ValueBytes<'_> {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         match self {
             Self::Stored(source) => source.read_exact_at(offset, buf),
+            // Core's bytes-in-memory source does the checked copy.
             Self::Memory(_) | Self::Shared(_) => {
-                let piece = usize::try_from(offset)
-                    .ok()
-                    .and_then(|start| self.bytes()?.get(start..start.checked_add(buf.len())?))
-                    .ok_or(io::ErrorKind::UnexpectedEof)?;
-                buf.copy_from_slice(piece);
-                Ok(())
+                Source::read_exact_at(self.bytes().unwrap_or_default(), offset, buf)
             }
         }
     }
