@@ -26,14 +26,6 @@ use std::path::{Path, PathBuf};
 /// The most lines a source file may have.
 const MAX_LINES: usize = 900;
 
-/// Files other branches of the same redesign step are splitting; each
-/// entry must still be over the limit (a stale entry fails the test too).
-const OVER_LIMIT_PENDING: &[&str] = &[];
-
-/// Crates whose cycles other branches are breaking; each must still have
-/// one (a stale entry fails the test too).
-const CYCLES_PENDING: &[&str] = &[];
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -489,22 +481,7 @@ fn no_source_file_is_over_the_line_limit() {
             }
         }
     }
-    let unexpected: Vec<_> = over
-        .iter()
-        .filter(|(file, _)| !OVER_LIMIT_PENDING.contains(&file.as_str()))
-        .collect();
-    assert!(
-        unexpected.is_empty(),
-        "over {MAX_LINES} lines: {unexpected:?}"
-    );
-    let stale: Vec<_> = OVER_LIMIT_PENDING
-        .iter()
-        .filter(|pending| !over.iter().any(|(file, _)| file == *pending))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "no longer over the limit, remove from OVER_LIMIT_PENDING: {stale:?}"
-    );
+    assert!(over.is_empty(), "over {MAX_LINES} lines: {over:?}");
 }
 
 #[test]
@@ -515,22 +492,7 @@ fn no_crate_has_a_file_level_import_cycle() {
             cycles.insert(krate, cycle.join(" -> "));
         }
     }
-    let unexpected: Vec<_> = cycles
-        .iter()
-        .filter(|(krate, _)| !CYCLES_PENDING.contains(&krate.as_str()))
-        .collect();
-    assert!(
-        unexpected.is_empty(),
-        "file-level import cycles: {unexpected:#?}"
-    );
-    let stale: Vec<_> = CYCLES_PENDING
-        .iter()
-        .filter(|krate| !cycles.contains_key(**krate))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "no cycle left, remove from CYCLES_PENDING: {stale:?}"
-    );
+    assert!(cycles.is_empty(), "file-level import cycles: {cycles:#?}");
 }
 
 /// The checker itself: a two-file cycle through `super`, a re-export that
