@@ -40,6 +40,7 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeIndex>()?;
     module.add_function(wrap_pyfunction!(taridx_index, module)?)?;
     module.add_function(wrap_pyfunction!(taridx_index_fold, module)?)?;
+    module.add_function(wrap_pyfunction!(taridx_find_shards, module)?)?;
     crate::sampler::register(module)
 }
 
@@ -73,9 +74,17 @@ fn taridx_index(
 ) -> PyResult<()> {
     let options = index_options(key_rule, jobs)?;
     remote::detach(py, || {
+        let shards = binfmt_taridx::expand_shard_patterns(&shards)?;
         binfmt_taridx::write_index(&shards, &out, options, || {})
     })?
     .map_err(taridx_error)
+}
+
+/// The shards of the index at `index`, in fid order: those its shard list
+/// names, else its fold's by name beside it (`binfmt_taridx::find_shards`).
+#[pyfunction]
+fn taridx_find_shards(index: PathBuf) -> PyResult<Vec<PathBuf>> {
+    binfmt_taridx::find_shards(&index).map_err(taridx_error)
 }
 
 /// Indexes the shards `ROOT/FOLD_*.tar` into `ROOT/FOLD.taridx`; returns

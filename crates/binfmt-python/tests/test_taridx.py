@@ -254,10 +254,10 @@ def test_chunked_sampler_stays_shard_local(wds_shards):
 # --- the same samples as wids ----------------------------------------------------
 
 
-def wids_dataset(shards, data):
-    """wids.ShardListDataset over ``shards``. wids imports torch when it is
-    imported; torch is not a dependency, so the few names it takes from it
-    are stand-ins here."""
+def wids_module():
+    """The ``wids`` module. wids imports torch when it is imported; torch
+    is not a dependency, so the few names it takes from it are stand-ins
+    here."""
     if "torch" not in sys.modules:
         torch = types.ModuleType("torch")
         torch.distributed = types.ModuleType("torch.distributed")
@@ -275,7 +275,12 @@ def wids_dataset(shards, data):
         torch.distributed.is_initialized = lambda: False
         for name in ("torch", "torch.distributed", "torch.utils", "torch.utils.data"):
             sys.modules[name] = eval(name, {"torch": torch})
-    wids = reference("wids")
+    return reference("wids")
+
+
+def wids_dataset(shards, data):
+    """wids.ShardListDataset over ``shards``."""
+    wids = wids_module()
     counts = [len({m.split(".")[0] for m in tarfile.open(s).getnames()}) for s in shards]
     spec = [{"url": s, "nsamples": n} for s, n in zip(shards, counts)]
     return wids.ShardListDataset(spec, transformations=[], cache_dir=os.path.dirname(shards[0]))

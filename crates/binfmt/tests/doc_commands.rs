@@ -341,7 +341,8 @@ fn make_scratch(dir: &Path) {
          cp data/train_0000.tar shard_0000.tar && cp data/train.taridx train.taridx\n\
          binfmt taridx export wids data/train.taridx -o data/train.json\n\
          binfmt taridx export dali data/train.taridx -o data/\n\
-         binfmt taridx export ratarmount data/train.taridx",
+         binfmt taridx export ratarmount data/train.taridx\n\
+         mkdir hub && cp data/train_0000.tar hub/train-000000.tar && cp data/train_0001.tar hub/train-000001.tar",
     );
 }
 

@@ -184,6 +184,19 @@ impl RemoteSource {
         Self::open_in(Arc::clone(&self.family), location)
     }
 
+    /// The URL of the object `name` beside this one, checked as
+    /// [`RemoteSource::sibling`] checks it, without a request.
+    pub fn sibling_url(&self, name: &str) -> Result<String> {
+        let location = self.location.sibling(name)?;
+        if !self.family.holds(&location) {
+            return Err(RemoteError::InvalidUrl {
+                url: location.display,
+                why: "not beside the source it was asked of".into(),
+            });
+        }
+        Ok(location.display)
+    }
+
     /// The objects directly inside this object's directory (S3 only; plain
     /// HTTP cannot list), counted in this source's [`Stats`].
     pub fn list_siblings(&self) -> Result<Vec<Listed>> {

@@ -752,7 +752,8 @@ pub(crate) fn with_threads<T: Send>(jobs: usize, work: impl FnOnce() -> T + Send
 }
 
 /// Indexes `shards` and writes the index to `output` atomically, refusing
-/// an output that is one of the shards.
+/// an output that is one of the shards; records the shards beside it
+/// ([`crate::record_shards`]: a shard list unless glzn's names find them).
 pub fn write_index(
     shards: &[PathBuf],
     output: impl AsRef<Path>,
@@ -761,7 +762,8 @@ pub fn write_index(
 ) -> Result<()> {
     let output = output.as_ref();
     crate::shards::check_not_input(output, shards)?;
-    index_shards(shards, options, on_shard_done)?.write_file(output)
+    index_shards(shards, options, on_shard_done)?.write_file(output)?;
+    crate::shard_list::record_shards(output, shards)
 }
 
 /// Indexes the shards of `fold` in `root` and writes `ROOT/FOLD.taridx`;
@@ -777,6 +779,7 @@ pub fn index_fold(
     let mut builder = index_shards(&shards, options, on_shard_done)?;
     let path = fold_index_path(root, fold);
     builder.write_file(&path)?;
+    crate::shard_list::record_shards(&path, &shards)?;
     Ok(path)
 }
 

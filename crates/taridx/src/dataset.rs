@@ -22,6 +22,7 @@ use crate::format::{ROW_SIZE, Row};
 use crate::index::{Index, rows_contiguous};
 use crate::keys::keyhash;
 use crate::member::{MemberInfo, MemberReader};
+use crate::shard_list::find_shards;
 use crate::shards::{DEFAULT_OPEN_SHARDS, OpenShards, ShardFiles, ShardSet};
 use crate::tar::BLOCK_SIZE;
 
@@ -112,8 +113,9 @@ pub struct Dataset<S = ByteSource> {
 }
 
 impl Dataset<ByteSource> {
-    /// Opens `ROOT/FOLD.taridx` and the shards `ROOT/FOLD_*.tar` by the
-    /// fold convention.
+    /// Opens `ROOT/FOLD.taridx` and its shards: those its shard list names,
+    /// else `ROOT/FOLD_*.tar`, `FOLD-N.tar` or `FOLD.N.tar`
+    /// ([`crate::find_shards`]).
     pub fn open_fold(root: impl AsRef<Path>, fold: &str) -> Result<Self> {
         Self::open_fold_with(root, fold, DatasetOptions::default())
     }
@@ -128,12 +130,14 @@ impl Dataset<ByteSource> {
     ) -> Result<Self> {
         let root = root.as_ref();
         let index = fold_index_path(root, fold);
-        let shards = fold_shards(root, fold)?;
-        if let Some(index_options) = options.index_if_missing
-            && !index.exists()
-        {
-            crate::build::write_index(&shards, &index, index_options, || {})?;
-        }
+        let shards = match options.index_if_missing {
+            Some(index_options) if !index.exists() => {
+                let shards = fold_shards(root, fold)?;
+                crate::build::write_index(&shards, &index, index_options, || {})?;
+                shards
+            }
+            _ => find_shards(&index)?,
+        };
         Self::open_with(index, &shards, options)
     }
 

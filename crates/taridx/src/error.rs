@@ -284,13 +284,35 @@ pub enum TaridxError {
         count: u64,
     },
 
-    /// No shard follows the fold naming convention.
-    #[error("no shards named {fold}_<shard>.tar in {}", root.display())]
+    /// An index's shards are not where they are looked for: no shard list
+    /// beside it and no shard named by a fold naming.
+    #[error("no shards found for {}: looked for {looked}", index.display())]
     NoShards {
-        /// The directory searched.
-        root: PathBuf,
+        /// The index (or where it would be).
+        index: PathBuf,
+        /// Where the shards were looked for.
+        looked: String,
+    },
+
+    /// A shard pattern that names no shard, or is not a pattern.
+    #[error("shard pattern {pattern:?}: {why}")]
+    Pattern {
+        /// The pattern, after brace expansion.
+        pattern: String,
+        /// What is wrong.
+        why: String,
+    },
+
+    /// A fold's shards are named two ways at once (`t-0.tar` and
+    /// `t.0.tar`), and neither is glzn's.
+    #[error(
+        "fold {fold:?} has shards named both {namings}: index them by a list or a pattern (binfmt taridx index 'PATTERN' -o OUT.taridx)"
+    )]
+    AmbiguousShards {
         /// The fold.
         fold: String,
+        /// The namings found.
+        namings: String,
     },
 
     /// A dataset operation needs rows grouped by sample.

@@ -1,4 +1,4 @@
-//! Every fold under a root: discovery by glzn's naming convention, which
+//! Every fold under a root: discovery by the shards' names, which
 //! indexes are missing or stale, and indexing them all at once.
 //!
 //! ```text
@@ -8,14 +8,17 @@
 //! ```
 //!
 //! A shard is a file `FOLD_SHARD.tar` whose `SHARD` has no `_` (the fold is
-//! everything before the last `_`). An index is stale when it is older
-//! than one of its shards, when its rows disagree with the shards' sizes
+//! everything before the last `_`), or `FOLD-N.tar` or `FOLD.N.tar` (`N`
+//! digits; [`crate::parse_shard_name`]). An index is stale when the
+//! shards it finds ([`crate::find_shards`]) are not the fold's (a fold not
+//! named glzn's way needs its shard list), when it is older than one of
+//! its shards, when its rows disagree with the shards' sizes
 //! (a row whose shard is missing, or whose member ends past its shard's
 //! end), or when it does not cover its shards: a member after a shard's
 //! last row, or a shard without rows that holds a member
 //! ([`crate::Index::check_coverage`]).
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use binfmt_core::IoResultExt;
@@ -23,7 +26,7 @@ use rayon::prelude::*;
 
 use crate::build::{IndexOptions, index_shards, with_threads};
 use crate::error::Result;
-use crate::fold_names::fold_index_path;
+use crate::fold_names::{ShardNaming, fold_index_path, fold_shard_names, parse_shard_name};
 use crate::index::Index;
 
 /// One fold found under a root.
@@ -35,6 +38,9 @@ pub struct Fold {
     pub shards: Vec<PathBuf>,
     /// Where its index is (or goes).
     pub index: PathBuf,
+    /// How its shards are named: any but glzn's gets a shard list beside
+    /// the index ([`crate::record_shards`]).
+    pub naming: ShardNaming,
 }
 
 /// Whether a fold's index can be used.
@@ -50,7 +56,8 @@ pub enum FoldState {
 }
 
 /// The folds under `root`, sorted by name, each with its shards in fid
-/// order.
+/// order, named as [`crate::fold_shard_names`] reads names (glzn's where a
+/// fold has them, else `FOLD-N.tar` or `FOLD.N.tar`).
 pub fn discover(root: impl AsRef<Path>) -> Result<Vec<Fold>> {
     let root = root.as_ref();
     let dir = if root.as_os_str().is_empty() {
@@ -58,35 +65,29 @@ pub fn discover(root: impl AsRef<Path>) -> Result<Vec<Fold>> {
     } else {
         root
     };
-    let mut folds: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).with_path(dir)? {
         let entry = entry.with_path(dir)?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((fold, shard)) = name
-            .strip_suffix(".tar")
-            .and_then(|stem| stem.rsplit_once('_'))
-        else {
-            continue;
-        };
-        if !fold.is_empty() {
-            folds
-                .entry(fold.to_owned())
-                .or_default()
-                .push((shard.to_owned(), entry.path()));
+        if let Ok(name) = entry.file_name().into_string() {
+            names.push(name);
         }
     }
-    Ok(folds
+    let folds: BTreeSet<&str> = names
+        .iter()
+        .filter_map(|name| parse_shard_name(name).map(|(fold, ..)| fold))
+        .collect();
+    folds
         .into_iter()
-        .map(|(name, mut shards)| {
-            shards.sort();
-            Fold {
-                index: fold_index_path(root, &name),
-                shards: shards.into_iter().map(|(_, path)| path).collect(),
-                name,
-            }
+        .map(|name| {
+            let (naming, shards) = fold_shard_names(name, names.iter().map(String::as_str))?;
+            Ok(Fold {
+                index: fold_index_path(root, name),
+                shards: shards.into_iter().map(|shard| dir.join(shard)).collect(),
+                naming,
+                name: name.to_owned(),
+            })
         })
-        .collect())
+        .collect()
 }
 
 impl Fold {
@@ -94,6 +95,33 @@ impl Fold {
     pub fn state(&self) -> Result<FoldState> {
         if std::fs::metadata(&self.index).is_err() {
             return Ok(FoldState::Missing);
+        }
+        let list = crate::shard_list_path(&self.index);
+        if self.naming != ShardNaming::Glzn && std::fs::symlink_metadata(&list).is_err() {
+            return Ok(FoldState::Stale(format!(
+                "{} is missing: shards named {} are found by it",
+                list.display(),
+                self.naming.pattern(&self.name)
+            )));
+        }
+        match crate::find_shards(&self.index) {
+            Ok(found)
+                if found.len() == self.shards.len()
+                    && found
+                        .iter()
+                        .zip(&self.shards)
+                        .all(|(a, b)| binfmt_core::same_file(a, b)) => {}
+            Ok(_) => {
+                return Ok(FoldState::Stale(format!(
+                    "{} names other shards than the fold's",
+                    list.display()
+                )));
+            }
+            Err(error) => {
+                return Ok(FoldState::Stale(format!(
+                    "its shards are not found: {error}"
+                )));
+            }
         }
         // Through the input gate first (a FIFO or a device is named, never
         // read), and read by offset, not mapped: an index cut short
@@ -164,7 +192,8 @@ impl Fold {
     /// Indexes the fold's shards and writes its index atomically.
     pub fn index(&self, options: IndexOptions) -> Result<()> {
         crate::shards::check_not_input(&self.index, &self.shards)?;
-        index_shards(&self.shards, options, || {})?.write_file(&self.index)
+        index_shards(&self.shards, options, || {})?.write_file(&self.index)?;
+        crate::shard_list::record_shards(&self.index, &self.shards)
     }
 }
 

@@ -50,6 +50,8 @@ pub mod keys;
 mod member;
 mod places;
 mod sample_writer;
+mod shard_list;
+mod shard_patterns;
 pub mod shards;
 pub mod tar;
 mod tar_problem;
@@ -58,7 +60,10 @@ mod tar_writer;
 pub use build::{IndexBuilder, IndexOptions, IndexWriter, index_fold, index_shards, write_index};
 pub use dataset::{Dataset, DatasetOptions};
 pub use error::{Result, RowProblem, TaridxError};
-pub use fold_names::{fold_index_path, fold_shard_name, fold_shard_names, fold_shards};
+pub use fold_names::{
+    ShardNaming, fold_index_path, fold_of_index, fold_shard_name, fold_shard_names, fold_shards,
+    fold_shards_named, parse_shard_name,
+};
 pub use format::{MAGIC, Row};
 pub use index::Index;
 pub use keys::{KeyAndExtension, KeyRule, keyhash};
@@ -66,5 +71,7 @@ pub use member::{MemberInfo, MemberReader};
 pub use sample_writer::{
     MAX_FOLD_SHARDS, MemberSource, SampleWriter, SampleWriterOptions, WrittenFold,
 };
+pub use shard_list::{SHARD_LIST_SUFFIX, find_shards, record_shards, shard_list_path};
+pub use shard_patterns::expand_shard_patterns;
 pub use shards::{ShardBytes, ShardFiles, ShardSet};
 pub use tar_writer::{TarWriter, check_member_name};

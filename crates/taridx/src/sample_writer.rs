@@ -339,6 +339,9 @@ impl SampleWriter {
         self.finish_shard()?;
         let file = self.inputs.create(&self.written.index)?;
         self.index.write_to(file)?.commit()?;
+        // A shard list left by an earlier fold of this name would override
+        // the names: removed (the names find these shards).
+        crate::shard_list::record_shards(&self.written.index, &self.written.shards)?;
         self.finished = true;
         Ok(self.written.clone())
     }

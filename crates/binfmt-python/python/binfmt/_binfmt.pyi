@@ -177,7 +177,10 @@ def convert(
 def taridx_index(
     shards: list[str], out: str, key_rule: str = "glzn", jobs: Optional[int] = None
 ) -> None:
-    """Indexes shards into an index file."""
+    """Indexes shards (paths or patterns) into an index file."""
+
+def taridx_find_shards(index: str) -> list[str]:
+    """The shards of an index: its shard list's, else its fold's by name."""
 
 def taridx_index_fold(
     root: str, fold: str, key_rule: str = "glzn", jobs: Optional[int] = None

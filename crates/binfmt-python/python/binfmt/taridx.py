@@ -23,10 +23,12 @@ dataset pickles as its arguments, so it crosses to ``multiprocessing``
 workers (``spawn`` included) and to DataLoader worker processes, which
 reopen it lazily.
 
-The index may be an ``http://``, ``https://`` or ``s3://`` URL: its fold's
-shards are then the objects beside it (``FOLD_*.tar``; over plain HTTP,
-which cannot list, ``FOLD_0000.tar``, ``FOLD_0001.tar``, ... as many as the
-rows point into), and each sample is fetched with one range request::
+The index may be an ``http://``, ``https://`` or ``s3://`` URL: its
+shards are then the objects its shard list names (``INDEX.shards.json``,
+written by :func:`index` whenever the names are not glzn's), else the
+fold's objects beside it (``FOLD_*.tar``; over plain HTTP, which cannot
+list, ``FOLD_0000.tar``, ``FOLD_0001.tar``, ... as many as the rows point
+into), and each sample is fetched with one range request::
 
     ds = taridx.Dataset("https://example.org/data/train.taridx")
 """
@@ -65,7 +67,7 @@ def _integer(name: str, value: Any, low: int, high: int) -> int:
 
 
 def index(
-    shards: Sequence[StrPath],
+    shards: Union[StrPath, Sequence[StrPath]],
     out: StrPath,
     *,
     key_rule: str = "glzn",
@@ -73,10 +75,18 @@ def index(
 ) -> None:
     """Indexes ``shards`` (shard ids in list order) into ``out``, written
     atomically; the index is byte-identical to the iTar indexer's (glzn's
-    key rule). ``key_rule`` is ``"glzn"`` (the base name up to its first
+    key rule). ``shards`` may be (or hold) patterns, expanded as
+    webdataset expands shard lists: ``"data/train-{000000..000099}.tar"``,
+    ``"data/*.tar"`` (a path naming an existing file is taken as it is).
+    Unless glzn's names (``FOLD_*.tar`` beside ``FOLD.taridx``) find exactly
+    these shards, their list is written beside the index
+    (``OUT.shards.json``, a wids shard list), where :class:`Dataset` and
+    every ``binfmt`` command find it. ``key_rule`` is ``"glzn"`` (the base name up to its first
     dot) or ``"webdataset"`` (the whole path up to the first dot of the base
     name, as webdataset and wids group members). ``jobs`` threads scan
     shards (one per core by default)."""
+    if isinstance(shards, (str, bytes, os.PathLike)):
+        shards = [shards]
     _binfmt.taridx_index(
         [os.fspath(shard) for shard in shards],
         os.fspath(out),
@@ -88,8 +98,8 @@ def index(
 def index_fold(
     root: StrPath, fold: str, *, key_rule: str = "glzn", jobs: Optional[int] = None
 ) -> str:
-    """Indexes the shards ``ROOT/FOLD_*.tar`` into ``ROOT/FOLD.taridx``
-    and returns that path."""
+    """Indexes the shards ``ROOT/FOLD_*.tar`` (or ``FOLD-N.tar``,
+    ``FOLD.N.tar``) into ``ROOT/FOLD.taridx`` and returns that path."""
     return os.fspath(
         _binfmt.taridx_index_fold(os.fspath(root), fold, key_rule=key_rule, jobs=jobs)
     )
@@ -190,33 +200,17 @@ def _is_url(location: str) -> bool:
     return bool(sep) and scheme.lower() in ("http", "https", "s3")
 
 
-def _fold_shards(index_path: str) -> list[str]:
-    """The shards of an index by the fold convention: ``ROOT/FOLD_*.tar``
-    (the part after ``FOLD_`` has no ``_``), sorted."""
-    root = os.path.dirname(index_path) or "."
-    fold = os.path.basename(index_path)
-    if fold.endswith(".taridx"):
-        fold = fold[: -len(".taridx")]
-    prefix = f"{fold}_"
-    shards = sorted(
-        name
-        for name in os.listdir(root)
-        if name.startswith(prefix)
-        and name.endswith(".tar")
-        and "_" not in name[len(prefix) : -len(".tar")]
-    )
-    return [os.path.join(root, name) for name in shards]
-
-
 class Dataset:
     """A map-style dataset over an index and its tar shards.
 
     ``Dataset(index, shards=None, *, extensions=None, open_shards=64,
     map_shards=True, zero_copy=False)``: ``index`` is a ``.taridx`` path or
-    URL; ``shards`` the shard paths in shard-id order (by default the
-    fold's, ``ROOT/FOLD_*.tar`` beside ``ROOT/FOLD.taridx``; for a URL
-    always the fold's objects beside it, and ``open_shards`` and
-    ``map_shards`` do not apply). ``extensions`` keeps
+    URL; ``shards`` the shard paths in shard-id order (by default those its
+    shard list ``INDEX.shards.json`` names, else the fold's by name beside
+    it: ``ROOT/FOLD_*.tar``, ``FOLD-N.tar`` or ``FOLD.N.tar`` beside
+    ``ROOT/FOLD.taridx``, and an error naming where it looked when there
+    are none; for a URL always found that way among the objects beside it,
+    and ``open_shards`` and ``map_shards`` do not apply). ``extensions`` keeps
     only samples having every listed extension, and only those members.
     ``ds[i]`` is a dict in the ``wids`` style: ``"__key__"``, ``"__shard__"``
     (the shard's path), ``"__index__"``, and one entry per member extension
@@ -265,7 +259,7 @@ class Dataset:
         elif shards is not None:
             self._shards = [os.fspath(shard) for shard in shards]
         else:
-            self._shards = _fold_shards(self._index)
+            self._shards = [os.fspath(shard) for shard in _binfmt.taridx_find_shards(self._index)]
         self._extensions = [ext.lstrip(".") for ext in extensions or []]
         self._open_shards = _integer("open_shards", open_shards, 1, MAX_OPEN_SHARDS)
         self._map_shards = bool(map_shards)

@@ -36,23 +36,28 @@ pub enum Command {
 /// Write a .taridx index of tar shards.
 ///
 /// With --fold, index the shards ROOT/FOLD_*.tar (sorted by name, giving fids
-/// 0, 1, ...) into ROOT/FOLD.taridx (or -o). Otherwise index the given
-/// shards, in the given order, into -o OUT.taridx. Only headers are read;
+/// 0, 1, ...), or ROOT/FOLD-N.tar or ROOT/FOLD.N.tar (sorted by number), into
+/// ROOT/FOLD.taridx (or -o). Otherwise index the given shards, in the given
+/// order, into -o OUT.taridx; a quoted pattern is expanded as webdataset
+/// expands shard lists ('train-{000000..000099}.tar', 'data/*.tar'). Unless
+/// glzn's names (FOLD_*.tar beside FOLD.taridx) find exactly these shards,
+/// their list is written beside the index (OUT.taridx.shards.json, a wids
+/// shard list), where every later command finds it. Only headers are read;
 /// shards are scanned in parallel, and the index is the same whatever the
 /// number of jobs. A corrupt shard fails with its name and byte offset and
 /// leaves no index behind; an output that is one of the shards is refused.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt taridx index data/ --fold train\n  binfmt taridx index data/ --all\n  binfmt taridx index val_0000.tar val_0001.tar -o val.taridx --jobs 4\n  binfmt taridx index data/ --fold train --keys webdataset"
+    after_help = "Examples:\n  binfmt taridx index data/ --fold train\n  binfmt taridx index data/ --all\n  binfmt taridx index val_0000.tar val_0001.tar -o val.taridx --jobs 4\n  binfmt taridx index 'hub/train-{000000..000001}.tar' -o hub/train.taridx\n  binfmt taridx index data/ --fold train --keys webdataset"
 )]
 pub struct IndexArgs {
-    /// ROOT with --fold or --all; the shards, in fid order, otherwise.
+    /// ROOT with --fold or --all; the shards, in fid order, or patterns of them, otherwise.
     #[arg(required = true, value_name = "ROOT | SHARD")]
     inputs: Vec<PathBuf>,
-    /// The fold to index: shards ROOT/FOLD_*.tar, index ROOT/FOLD.taridx.
+    /// The fold to index: shards ROOT/FOLD_*.tar (or FOLD-N.tar, FOLD.N.tar), index ROOT/FOLD.taridx.
     #[arg(long, conflicts_with = "all")]
     fold: Option<String>,
-    /// Index every fold under ROOT (FOLD_NNNN.tar groups), folds in parallel.
+    /// Index every fold under ROOT (FOLD_N.tar, FOLD-N.tar or FOLD.N.tar groups), folds in parallel.
     #[arg(long, conflicts_with = "output")]
     all: bool,
     /// Where to write the index (default with --fold: ROOT/FOLD.taridx).
@@ -118,11 +123,14 @@ pub struct GetArgs {
 
 /// Report which folds under a root have a missing or stale index.
 ///
-/// A fold is every ROOT/FOLD_NNNN.tar group; its index ROOT/FOLD.taridx is
-/// stale when it is older than a shard, when a row's member ends past its
-/// shard's end or lies in a shard that is gone, or when a shard holds a
-/// member after its last row (or has members and no rows). Exit status 1
-/// when any index is missing or stale.
+/// A fold is every ROOT/FOLD_N.tar, ROOT/FOLD-N.tar or ROOT/FOLD.N.tar group;
+/// its index ROOT/FOLD.taridx is stale when the shards it finds are not the
+/// fold's (a fold not named FOLD_N.tar needs its shard list,
+/// FOLD.taridx.shards.json), when it is older than a shard, when a row's
+/// member ends past its shard's end or lies in a shard that is gone, or
+/// when a shard holds a member after its last row (or has members and no
+/// rows). Exit status 1 when any index is missing or stale, or when ROOT
+/// holds no fold.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  binfmt taridx status data/\n  binfmt taridx status --json data/"
@@ -282,7 +290,9 @@ fn index(args: &IndexArgs) -> CommandResult {
             let Some(out) = &args.output else {
                 output::usage_error("give -o OUT.taridx for the shards, or --fold FOLD with a ROOT")
             };
-            (args.inputs.clone(), out.clone())
+            let shards = binfmt_taridx::expand_shard_patterns(&args.inputs)
+                .map_err(|error| error.to_string())?;
+            (shards, out.clone())
         }
     };
     let bar = output::progress(output::Steps::Items("shards"), "indexing");
@@ -295,13 +305,17 @@ fn index(args: &IndexArgs) -> CommandResult {
     Ok(Status::Success)
 }
 
+/// What `--all` and `status` say of a directory without folds.
+const NO_FOLDS: &str = "no folds here: a fold's shards are named FOLD_N.tar, FOLD-N.tar or FOLD.N.tar; \
+     shards named otherwise are indexed by a list or a pattern: binfmt taridx index 'DIR/*.tar' -o OUT.taridx";
+
 fn index_all(args: &IndexArgs, options: IndexOptions) -> CommandResult {
     let [root] = args.inputs.as_slice() else {
         output::usage_error("--all takes exactly one ROOT directory")
     };
     let folds = binfmt_taridx::folds::discover(root).map_err(failed(root))?;
     if folds.is_empty() {
-        return Err(output::about(root, "no folds (FOLD_NNNN.tar files) here"));
+        return Err(output::about(root, NO_FOLDS));
     }
     let results = binfmt_taridx::folds::index_all(&folds, options);
     let mut failures = Vec::new();
@@ -331,6 +345,9 @@ struct FoldReport {
 fn status(args: &StatusArgs) -> CommandResult {
     use binfmt_taridx::folds::FoldState;
     let folds = binfmt_taridx::folds::discover(&args.root).map_err(failed(&args.root))?;
+    if folds.is_empty() {
+        return Err(output::about(&args.root, NO_FOLDS));
+    }
     let mut reports = Vec::with_capacity(folds.len());
     for fold in &folds {
         let (state, why) = match fold.state().map_err(failed(&fold.index))? {
@@ -373,19 +390,16 @@ fn status(args: &StatusArgs) -> CommandResult {
     })
 }
 
-/// The shards of an index's fold: in its directory, or in `shards`.
+/// The shards of an index: those it finds beside it
+/// ([`binfmt_taridx::find_shards`]), or its fold's by name in `shards`.
 fn index_shards_of(index: &Path, shards: Option<&Path>) -> Result<Vec<PathBuf>, String> {
-    let fold = index
-        .file_stem()
-        .and_then(|stem| stem.to_str())
-        .ok_or_else(|| output::about(index, "the index file name has no fold name"))?;
-    let root = match shards {
-        Some(root) => root.to_path_buf(),
-        None => index
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    let Some(root) = shards else {
+        return binfmt_taridx::find_shards(index).map_err(|error| error.to_string());
     };
-    fold_shards(&root, fold).map_err(failed(&root))
+    let fold = binfmt_taridx::fold_of_index(index).ok_or_else(|| {
+        output::about(index, "the index file name has no fold name (FOLD.taridx)")
+    })?;
+    fold_shards(root, fold).map_err(failed(root))
 }
 
 /// What `taridx info` reports after the path.

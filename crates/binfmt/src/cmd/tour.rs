@@ -91,11 +91,7 @@ pub fn run(args: &Args) -> CommandResult {
         .iter()
         .filter(|path| path.extension().is_some_and(|ext| ext == "taridx"))
     {
-        let (Some(dir), Some(fold)) = (path.parent(), path.file_stem().and_then(|s| s.to_str()))
-        else {
-            continue;
-        };
-        if let Ok(shards) = binfmt_taridx::fold_shards(dir, fold) {
+        if let Ok(shards) = binfmt_taridx::find_shards(path) {
             shards_of.insert(path.clone(), shards);
         }
     }

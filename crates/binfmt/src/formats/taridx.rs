@@ -3,10 +3,12 @@
 //! folds written by conversion, `DIR/FOLD.taridx` with shards
 //! `DIR/FOLD_0000.tar`, `DIR/FOLD_0001.tar`, ...
 //!
-//! A local fold's shards are the `FOLD_*.tar` files beside its index; a
-//! remote fold's are the objects under the same prefix (S3 lists them) or,
-//! where the server cannot list (plain HTTP), `FOLD_0000.tar`, ... as many
-//! as the rows point into, and one more probed for coverage.
+//! An index's shards are those its shard list (`INDEX.shards.json`)
+//! names, else those its fold's name finds beside it: local files
+//! ([`binfmt_taridx::find_shards`]), the objects under the same prefix (S3
+//! lists them) or, where the server cannot list (plain HTTP),
+//! `FOLD_0000.tar`, ... as many as the rows point into, and one more
+//! probed for coverage.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -79,37 +81,23 @@ fn fold_dataset(
     origin: &Origin,
 ) -> Result<binfmt_taridx::Dataset<Box<dyn Source>>> {
     let file = origin.file();
-    let fold = fold_of(location).ok_or_else(|| Error::Unsupported {
-        file: file.to_owned(),
-        why: "the index file name has no fold name (FOLD.taridx)".into(),
-    })?;
     let index = binfmt_taridx::Index::new(source).in_file(file)?;
     let options = binfmt_taridx::DatasetOptions::default();
     match origin.remote() {
         None => {
-            let root = location
-                .parent()
-                .filter(|parent| !parent.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-            let shards = binfmt_taridx::fold_shards(&root, &fold).in_file(file)?;
+            let shards = binfmt_taridx::find_shards(location).in_file(file)?;
             binfmt_taridx::Dataset::new(index, binfmt_taridx::ShardFiles::new(shards), options)
         }
         Some(remote) => {
-            let shards = RemoteShards::of(remote, &fold, &index).in_file(file)?;
+            let shards = RemoteShards::of(remote, &index).in_file(file)?;
             binfmt_taridx::Dataset::new(index, shards, options)
         }
     }
     .in_file(file)
 }
 
-/// The fold a `FOLD.taridx` location names.
-fn fold_of(location: &Path) -> Option<String> {
-    let name = location.to_str()?.rsplit('/').next()?;
-    let fold = name.strip_suffix(".taridx")?;
-    (!fold.is_empty()).then(|| fold.to_owned())
-}
-
-/// A remote fold's shards: siblings of its index, opened on first use.
+/// A remote fold's shards: objects beside its index (or under its
+/// directory, as its shard list names them), opened on first use.
 #[derive(Debug)]
 struct RemoteShards {
     index: Arc<binfmt_remote::RemoteSource>,
@@ -117,34 +105,119 @@ struct RemoteShards {
     /// Where a shard past the rows' would be, when the directory could not
     /// be listed (plain HTTP): probed by coverage.
     next: Option<String>,
+    /// Where the shards were looked for, when their names are guessed
+    /// (plain HTTP, no shard list): a missing first shard says so.
+    guessed: Option<String>,
 }
 
 impl RemoteShards {
+    /// The shards of the index `index`: those its shard list
+    /// (`INDEX.shards.json` beside it) names, else those its fold's name
+    /// finds among the objects beside it (S3 lists them) or, where the
+    /// server cannot list (plain HTTP), glzn's `FOLD_0000.tar`, ... as
+    /// many as the rows point into.
     fn of(
         index: &Arc<binfmt_remote::RemoteSource>,
-        fold: &str,
         rows: &binfmt_taridx::Index<Box<dyn Source>>,
     ) -> binfmt_taridx::Result<Self> {
-        let (names, next) = match index.list_siblings() {
-            Ok(listed) => (
-                binfmt_taridx::fold_shard_names(fold, listed.iter().map(|item| item.name.as_str())),
-                None,
-            ),
-            Err(binfmt_remote::RemoteError::Unsupported { .. }) => {
-                let count = rows.shard_count()?;
-                let names = (0..count)
-                    .map(|fid| binfmt_taridx::fold_shard_name(fold, fid))
-                    .collect();
-                (names, Some(binfmt_taridx::fold_shard_name(fold, count)))
-            }
+        let url = index.url();
+        let index_name = url.rsplit('/').next().unwrap_or(url);
+        let list_name = format!("{index_name}{}", binfmt_taridx::SHARD_LIST_SUFFIX);
+        let fold = binfmt_taridx::fold_of_index(Path::new(index_name)).map(str::to_owned);
+        let looked = |naming: &str| {
+            format!(
+                "{url}{}, then {naming} beside it",
+                binfmt_taridx::SHARD_LIST_SUFFIX
+            )
+        };
+        let not_found = |naming: &str| binfmt_taridx::TaridxError::NoShards {
+            index: PathBuf::from(url),
+            looked: looked(naming),
+        };
+        let listed = match index.list_siblings() {
+            Ok(listed) => Some(listed),
+            Err(binfmt_remote::RemoteError::Unsupported { .. }) => None,
             Err(error) => return Err(binfmt_core::Error::from(error).into()),
         };
-        Ok(Self {
+        let list = match &listed {
+            Some(listed) if !listed.iter().any(|item| item.name == list_name) => None,
+            _ => match index.sibling(&list_name) {
+                Ok(list) => Some(list),
+                Err(binfmt_remote::RemoteError::NotFound { .. }) => None,
+                Err(error) => return Err(binfmt_core::Error::from(error).into()),
+            },
+        };
+        let mut shards = Self {
             index: Arc::clone(index),
-            names,
-            next,
-        })
+            names: Vec::new(),
+            next: None,
+            guessed: None,
+        };
+        if let Some(list) = list {
+            shards.names = read_remote_shard_list(&list)?;
+            for name in &shards.names {
+                index.sibling_url(name).map_err(binfmt_core::Error::from)?;
+            }
+            return Ok(shards);
+        }
+        let Some(fold) = fold else {
+            return Err(not_found("no names (the index is not named FOLD.taridx)"));
+        };
+        let patterns = format!("{fold}_*.tar, {fold}-N.tar or {fold}.N.tar");
+        match listed {
+            Some(listed) => {
+                let (_, names) = binfmt_taridx::fold_shard_names(
+                    &fold,
+                    listed.iter().map(|item| item.name.as_str()),
+                )?;
+                if names.is_empty() {
+                    return Err(not_found(&patterns));
+                }
+                shards.names = names;
+            }
+            None => {
+                let count = rows.shard_count()?;
+                shards.names = (0..count)
+                    .map(|fid| binfmt_taridx::fold_shard_name(&fold, fid))
+                    .collect();
+                shards.next = Some(binfmt_taridx::fold_shard_name(&fold, count));
+                shards.guessed = Some(looked(&format!(
+                    "{} (a server that cannot list is asked for glzn's names only)",
+                    binfmt_taridx::fold_shard_name(&fold, 0)
+                )));
+            }
+        }
+        Ok(shards)
     }
+}
+
+/// The shard names a remote shard list holds: each must be an object
+/// under the list's directory (relative, no `..`), which
+/// [`binfmt_remote::RemoteSource::sibling`] checks when it is opened.
+fn read_remote_shard_list(
+    list: &binfmt_remote::RemoteSource,
+) -> binfmt_taridx::Result<Vec<String>> {
+    use binfmt_core::SourceExt;
+    let len = list.len();
+    if len > binfmt_taridx::foreign::WIDS_LIST_LIMIT {
+        return Err(binfmt_core::Error::corrupt(
+            "shard list",
+            format!(
+                "{} is {len} bytes, more than a shard list may be ({} bytes)",
+                list.url(),
+                binfmt_taridx::foreign::WIDS_LIST_LIMIT
+            ),
+        )
+        .into());
+    }
+    let mut bytes: Vec<u8> = binfmt_core::alloc::vec_with_capacity(
+        usize::try_from(len).unwrap_or(usize::MAX),
+        "shard list",
+    )?;
+    bytes.resize(usize::try_from(len).unwrap_or(0), 0);
+    list.fill_at(0, &mut bytes, "shard list")?;
+    let urls = binfmt_taridx::foreign::wids_shard_urls(&bytes, Path::new(list.url()))?;
+    Ok(urls.into_iter().map(|(url, _)| url).collect())
 }
 
 impl binfmt_taridx::ShardSet for RemoteShards {
@@ -165,8 +238,18 @@ impl binfmt_taridx::ShardSet for RemoteShards {
                 format!("no shard {fid}"),
             ))
         })?;
-        let shard = self.index.sibling(name).map_err(binfmt_core::Error::from)?;
-        Ok(Arc::new(shard))
+        match self.index.sibling(name) {
+            Ok(shard) => Ok(Arc::new(shard)),
+            Err(binfmt_remote::RemoteError::NotFound { .. })
+                if fid == 0 && self.guessed.is_some() =>
+            {
+                Err(binfmt_taridx::TaridxError::NoShards {
+                    index: PathBuf::from(self.index.url()),
+                    looked: self.guessed.clone().unwrap_or_default(),
+                })
+            }
+            Err(error) => Err(binfmt_core::Error::from(error).into()),
+        }
     }
 
     fn unlisted(&self) -> binfmt_taridx::Result<Option<(PathBuf, Arc<dyn Source>)>> {

@@ -38,4 +38,5 @@ pub use ratarmount::{
     read_ratarmount,
 };
 pub use shared::shard_samples;
-pub use wids::{WIDS_LIST_LIMIT, read_wids_shard_list, wids_shard_list, wids_url};
+pub(crate) use wids::wids_shard_list_of_rows;
+pub use wids::{WIDS_LIST_LIMIT, read_wids_shard_list, wids_shard_list, wids_shard_urls, wids_url};

@@ -22,8 +22,16 @@ pub fn wids_shard_list<S: Source>(
     list_dir: impl AsRef<Path>,
     name: &str,
 ) -> Result<Value> {
-    let list_dir = list_dir.as_ref();
-    let rows = index.rows()?;
+    wids_shard_list_of_rows(&index.rows()?, shards, list_dir.as_ref(), name)
+}
+
+/// [`wids_shard_list`] of an index's rows.
+pub(crate) fn wids_shard_list_of_rows(
+    rows: &[crate::Row],
+    shards: &[PathBuf],
+    list_dir: &Path,
+    name: &str,
+) -> Result<Value> {
     let mut list = Vec::with_capacity(shards.len());
     for (fid, shard) in shards.iter().enumerate() {
         let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards {
@@ -32,7 +40,7 @@ pub fn wids_shard_list<S: Source>(
         let (_, filesize) = binfmt_core::input::open(shard)?;
         list.push(json!({
             "url": wids_url(shard, list_dir)?,
-            "nsamples": shard_samples(&rows, fid).len(),
+            "nsamples": shard_samples(rows, fid).len(),
             "filesize": filesize,
         }));
     }
@@ -138,8 +146,31 @@ fn url_scheme(url: &str) -> Option<(&str, &str)> {
 pub fn read_wids_shard_list(path: impl AsRef<Path>) -> Result<Vec<(PathBuf, u64)>> {
     let path = path.as_ref();
     let bytes = binfmt_core::input::read(path, WIDS_LIST_LIMIT, "wids shard list")?;
+    let dir = path
+        .parent()
+        .map(|dir| dir.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(wids_shard_urls(&bytes, path)?
+        .into_iter()
+        .map(|(local, nsamples)| {
+            let joined = if local.starts_with('/') || dir.is_empty() {
+                local
+            } else {
+                format!("{dir}/{local}")
+            };
+            (PathBuf::from(normpath(&joined)), nsamples)
+        })
+        .collect())
+}
+
+/// The shards a wids shard list's bytes name, as written (a `file:` URL
+/// reduced to its path), with their `nsamples`: what
+/// [`read_wids_shard_list`] resolves against the list's directory, and a
+/// remote reader against the list's URL. `file` names the list in errors.
+pub fn wids_shard_urls(bytes: &[u8], file: &Path) -> Result<Vec<(String, u64)>> {
+    let path = file;
     let list: Value =
-        serde_json::from_slice(&bytes).map_err(|error| foreign(path, error.to_string()))?;
+        serde_json::from_slice(bytes).map_err(|error| foreign(path, error.to_string()))?;
     if list.get("wids_version").and_then(Value::as_u64) != Some(1) {
         return Err(foreign(
             path,
@@ -164,10 +195,6 @@ pub fn read_wids_shard_list(path: impl AsRef<Path>) -> Result<Vec<(PathBuf, u64)
             count: entries.len(),
         });
     }
-    let dir = path
-        .parent()
-        .map(|dir| dir.to_string_lossy().into_owned())
-        .unwrap_or_default();
     entries
         .iter()
         .enumerate()
@@ -209,12 +236,7 @@ pub fn read_wids_shard_list(path: impl AsRef<Path>) -> Result<Vec<(PathBuf, u64)
             if local.is_empty() || local.contains('\0') {
                 return Err(foreign(path, format!("shard {i}: {url:?} is not a path")));
             }
-            let joined = if local.starts_with('/') || dir.is_empty() {
-                local.to_owned()
-            } else {
-                format!("{dir}/{local}")
-            };
-            Ok((PathBuf::from(normpath(&joined)), nsamples))
+            Ok((local.to_owned(), nsamples))
         })
         .collect()
 }
