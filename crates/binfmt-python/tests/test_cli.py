@@ -34,3 +34,30 @@ def test_the_command_comes_with_the_package(launch, tmp_path):
     missing = run(*launch, "list", str(tmp_path / "missing.arcx"))
     assert missing.returncode == 1 and missing.stderr.startswith(b"binfmt: ")
     assert run(*launch, "no-such-verb").returncode == 2
+
+
+def test_pip_install_in_a_fresh_venv(tmp_path):
+    """What a user does: a new venv, ``pip install`` of the wheel (numpy
+    from the wheelhouse .ci/setup-interop fills, not the network), then
+    the command and the package with nothing else installed."""
+    target = Path(os.environ.get("CARGO_TARGET_DIR", FIXTURES.parent / "target"))
+    wheels = sorted(Path(os.environ.get("BINFMT_WHEELS", target / "wheels")).glob("binfmt-*.whl"))
+    wheelhouse = target / "interop" / "wheelhouse"
+    if not wheels or not wheelhouse.is_dir():
+        if os.environ.get("BINFMT_INTEROP") == "require":
+            pytest.fail(f"no wheel in {wheels} or no {wheelhouse} (bash .ci/test builds them)")
+        pytest.skip("needs the built wheel and the wheelhouse (bash .ci/test)")
+    fresh = tmp_path / "fresh"
+    made = run(sys.executable, "-m", "venv", str(fresh))
+    assert made.returncode == 0, made.stderr
+    installed = run(
+        str(fresh / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check",
+        "--no-index", "--find-links", str(wheelhouse), str(wheels[-1]),
+    )
+    assert installed.returncode == 0, installed.stderr
+    helped = run(str(fresh / "bin" / "binfmt"), "--help")
+    assert helped.returncode == 0 and b"Read, check and convert" in helped.stdout, helped.stderr
+    as_module = run(str(fresh / "bin" / "python"), "-m", "binfmt", "sniff", str(FIXTURES / "reference" / "sample.arcx"))
+    assert as_module.returncode == 0 and as_module.stdout.strip().endswith(b"arcx"), as_module.stderr
+    imported = run(str(fresh / "bin" / "python"), "-c", "import binfmt.taridx, binfmt.kastore; print('ok')", cwd=tmp_path)
+    assert imported.stdout.strip() == b"ok", imported.stderr
