@@ -242,6 +242,9 @@ pub enum Steps {
     Bytes,
     /// Things of a kind, named in the plural ("entries", "shards").
     Items(&'static str),
+    /// Bytes with no total known (an entry fetched without listing its
+    /// archive first): how many so far, the rate and the time taken.
+    BytesSoFar,
 }
 
 /// A progress bar on stderr, drawn only when stderr is a terminal (never
@@ -260,6 +263,9 @@ fn styled(bar: indicatif::ProgressBar, steps: Steps, what: &'static str) -> indi
         Steps::Bytes => {
             "{msg} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}, {eta} left"
                 .to_owned()
+        }
+        Steps::BytesSoFar => {
+            "{spinner} {msg} {binary_bytes}, {binary_bytes_per_sec}, {elapsed} so far".to_owned()
         }
         Steps::Items(unit) => {
             format!("{{msg}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit}, {{per_sec}}, {{eta}} left")
@@ -320,6 +326,16 @@ mod tests {
         let items = drawn(Steps::Items("entries"), 12_000, 3_000);
         assert!(items.contains("3,000/12,000 entries"), "{items}");
         assert!(items.contains("/s") && items.contains("left"), "{items}");
+        // A remote `get` knows no total until it is done.
+        let fetched = drawn(Steps::BytesSoFar, 0, 48 << 20);
+        assert!(
+            fetched.contains("48.00 MiB, ") && fetched.contains("/s"),
+            "{fetched}"
+        );
+        assert!(
+            fetched.contains("so far") && !fetched.contains("left"),
+            "{fetched}"
+        );
     }
 
     /// Found from outside: `--json` printed U+009B (an 8-bit CSI) and

@@ -7,7 +7,7 @@
 //! `-o/--output`; `-` reads standard input where the format can be read as
 //! a stream (a kastore); `--json` prints the same keys for the same verb.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use binfmt::{EntrySource, Format};
@@ -143,8 +143,15 @@ fn get_in(session: &Session, args: &GetArgs, expect: Option<Format>) -> CommandR
     if let Some(path) = to_file {
         refuse_overwriting_inputs(&source.inputs(), path)?;
     }
-    let mut reader = source.open(&args.name).map_err(failed)?;
+    // Bytes so far on stderr (a terminal's only), unless the entry itself
+    // is printed on that terminal.
+    let bar = match to_file.is_some() || !std::io::stdout().is_terminal() {
+        true => output::progress(output::Steps::BytesSoFar, "getting"),
+        false => indicatif::ProgressBar::hidden(),
+    };
+    let mut reader = bar.wrap_read(source.open(&args.name).map_err(failed)?);
     let file = source.file().to_owned();
+    let _clear = ClearOnDrop(&bar);
     match to_file {
         Some(path) => {
             let mut out = binfmt_core::AtomicFile::create(path).map_err(|e| e.to_string())?;
@@ -156,6 +163,15 @@ fn get_in(session: &Session, args: &GetArgs, expect: Option<Format>) -> CommandR
         })?,
     }
     Ok(Status::Success)
+}
+
+/// Clears a progress bar however the command ends.
+struct ClearOnDrop<'a>(&'a indicatif::ProgressBar);
+
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
 }
 
 /// Copies an entry to a file, naming the input on a failed check.

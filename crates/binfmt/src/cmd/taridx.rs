@@ -615,8 +615,13 @@ fn write_sample(
 fn write_member(path: &Path, member: &mut MemberReader, inputs: &[PathBuf]) -> Result<(), String> {
     crate::cmd::generic::refuse_overwriting_inputs(inputs, path)?;
     let mut file = binfmt_core::AtomicFile::create(path).map_err(|error| error.to_string())?;
-    std::io::copy(member, &mut file)
-        .map_err(|error| output::about(path, TaridxError::from_io(error, path)))?;
+    // The member's size is in its header: a bar with a total (a remote
+    // shard's member arrives over the network).
+    let bar = output::progress(output::Steps::Bytes, "getting");
+    bar.set_length(member.size());
+    let copied = std::io::copy(&mut bar.wrap_read(member), &mut file);
+    bar.finish_and_clear();
+    copied.map_err(|error| output::about(path, TaridxError::from_io(error, path)))?;
     file.flush().map_err(|error| output::about(path, error))?;
     file.commit().map_err(|error| error.to_string())
 }
