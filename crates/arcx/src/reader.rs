@@ -9,7 +9,7 @@
 //! decompresses only that file's blocks, checks each block's CRC32 and size,
 //! and the file's SHA-256 when its last byte has been read.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use binfmt_core::layout::IntoBytes;
@@ -293,6 +293,8 @@ impl<S: Source> Archive<S> {
             current: Piece::Idle,
             hasher: Sha256::new(),
             done: false,
+            position: 0,
+            whole: true,
         }
     }
 
@@ -599,6 +601,12 @@ pub struct FileReader<'a, S: Source> {
     current: Piece<'a, S>,
     hasher: Sha256,
     done: bool,
+    /// Where the next byte read is, from the file's start.
+    position: u64,
+    /// Whether every byte so far was read in order from the start, so the
+    /// SHA-256 can be checked at the end (a seek gives that up; each
+    /// block's CRC32 is still checked as it is decompressed).
+    whole: bool,
 }
 
 impl<S: Source> std::fmt::Debug for FileReader<'_, S> {
@@ -636,7 +644,7 @@ impl<'a, S: Source> FileReader<'a, S> {
             None => {
                 self.done = true;
                 let digest = std::mem::take(&mut self.hasher).finalize();
-                if digest.as_slice() != self.file.sha256() {
+                if self.whole && digest.as_slice() != self.file.sha256() {
                     return Err(ArcxError::FileChecksum {
                         path: self.file.path().to_string(),
                     });
@@ -644,6 +652,91 @@ impl<'a, S: Source> FileReader<'a, S> {
                 Ok(false)
             }
         }
+    }
+}
+
+impl<S: Source> FileReader<'_, S> {
+    /// Moves to byte `target` of the file: only the chunk holding it is
+    /// decompressed (and, in a large shared block, the block up to it);
+    /// chunks before it are skipped unread.
+    fn seek_to(&mut self, target: u64) -> Result<()> {
+        if target == self.position {
+            return Ok(());
+        }
+        self.whole = false;
+        self.position = target;
+        self.current = Piece::Idle;
+        let ids = self.file.chunk_ids();
+        let mut start = 0u64;
+        for (k, &id) in ids.iter().enumerate() {
+            let chunk = self
+                .archive
+                .manifest
+                .chunks()
+                .get(id as usize)
+                .copied()
+                .ok_or_else(|| ArcxError::NotFound {
+                    path: self.file.path().to_string(),
+                })?;
+            let end = start + u64::from(chunk.size);
+            if target < end {
+                self.chunks = ids.get(k + 1..).unwrap_or_default().iter();
+                self.done = false;
+                self.current = self.archive.piece(chunk)?;
+                return self.skip_in_piece(target - start);
+            }
+            start = end;
+        }
+        // At or past the end: reads return end-of-file.
+        self.chunks = [].iter();
+        self.done = true;
+        Ok(())
+    }
+
+    /// Skips `skip` bytes (fewer than the piece holds) of the current piece.
+    fn skip_in_piece(&mut self, skip: u64) -> Result<()> {
+        match &mut self.current {
+            Piece::Memory { start, .. } => {
+                *start += usize::try_from(skip).unwrap_or(usize::MAX);
+            }
+            Piece::Cursor { cursor, remaining } => {
+                if let Some(cursor) = cursor.as_mut() {
+                    let at = cursor.position() + skip;
+                    cursor.skip_to(&self.archive.source, at)?;
+                }
+                *remaining = remaining.saturating_sub(skip);
+            }
+            Piece::Stream(stream) => {
+                let path = self.file.path().to_string();
+                let skipped = io::copy(&mut (&mut **stream).take(skip), &mut io::sink())
+                    .map_err(|error| ArcxError::from_io(error, Path::new(&path)))?;
+                if skipped != skip {
+                    return Err(ArcxError::NotFound {
+                        path: self.file.path().to_string(),
+                    });
+                }
+            }
+            Piece::Idle => {}
+        }
+        Ok(())
+    }
+}
+
+/// Seeking reads only what the new position needs: the chunk that holds
+/// it. A file read after a seek has each block's CRC32 checked, not the
+/// file's SHA-256 (which needs every byte in order).
+impl<S: Source> Seek for FileReader<'_, S> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(at) => Some(at),
+            SeekFrom::End(delta) => self.file.size().checked_add_signed(delta),
+            SeekFrom::Current(delta) => self.position.checked_add_signed(delta),
+        }
+        .ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "seek before the file's start")
+        })?;
+        self.seek_to(target).map_err(ArcxError::into_io)?;
+        Ok(target)
     }
 }
 
@@ -685,7 +778,10 @@ impl<S: Source> Read for FileReader<'_, S> {
                 }
             };
             if n > 0 {
-                self.hasher.update(buf.get(..n).unwrap_or_default());
+                if self.whole {
+                    self.hasher.update(buf.get(..n).unwrap_or_default());
+                }
+                self.position += n as u64;
                 return Ok(n);
             }
             self.current = Piece::Idle;

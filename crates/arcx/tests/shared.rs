@@ -177,3 +177,67 @@ fn a_large_shared_block_out_of_file_order_is_refused() {
         whole.verify().unwrap();
     }
 }
+
+/// Seeking (issue 29: a mounted file read at any offset): the bytes at any
+/// position, in a shared block streamed by cursor and in a large file of
+/// many blocks, where a read at the end decompresses only its own block.
+#[test]
+fn seeking_reads_only_the_chunk_it_lands_in() {
+    use std::io::{Seek, SeekFrom};
+    for dialect in [binfmt_arcx::Dialect::Spec, binfmt_arcx::Dialect::ArcxCli] {
+        // A file in the shared block over the limit (a cursor piece).
+        let archive = open(&archive(dialect));
+        let file = archive.find("f/150").unwrap();
+        let mut reader = archive.reader_for(file);
+        let want = contents(150);
+        for at in [2000u64, 10, 2999, 0] {
+            reader.seek(SeekFrom::Start(at)).unwrap();
+            let mut got = vec![0; 7];
+            reader.read_exact(&mut got).unwrap();
+            assert_eq!(got, want[at as usize..at as usize + 7], "{dialect:?} {at}");
+        }
+
+        // A file of 64 blocks of 16 KiB each (random, so each block is
+        // stored at about its size).
+        let big = binfmt_tests::pseudo_random_bytes(9, 64 << 14);
+        let options = PackOptions::default()
+            .dialect(dialect)
+            .block_size(16 << 10)
+            .chunk_size(16 << 10);
+        let mut packer = Packer::new(std::io::Cursor::new(Vec::new()), options).unwrap();
+        packer.add("big.bin", &mut big.as_slice()).unwrap();
+        let bytes = packer.finish().unwrap().0.into_inner();
+        let archive = open(&bytes);
+        let file = archive.find("big.bin").unwrap();
+        assert!(archive.manifest().blocks().len() >= 64);
+        let mut reader = archive.reader_for(file);
+        let before = read(&archive);
+        reader.seek(SeekFrom::End(-100)).unwrap();
+        let mut tail = Vec::new();
+        reader.read_to_end(&mut tail).unwrap();
+        assert_eq!(tail, big[big.len() - 100..]);
+        let moved = read(&archive) - before;
+        assert!(
+            moved < 3 * (16 << 10),
+            "{dialect:?}: {moved} bytes read for the last 100"
+        );
+        // Back, forward, relative, and past the end.
+        for (to, at) in [
+            (SeekFrom::Start(5), 5usize),
+            (SeekFrom::Current(40_000), 40_011),
+            (SeekFrom::Start((32 << 14) - 3), (32 << 14) - 3),
+        ] {
+            assert_eq!(reader.seek(to).unwrap(), at as u64);
+            let mut got = vec![0; 6];
+            reader.read_exact(&mut got).unwrap();
+            assert_eq!(got, big[at..at + 6]);
+        }
+        reader.seek(SeekFrom::Start(big.len() as u64 + 5)).unwrap();
+        assert_eq!(reader.read(&mut [0; 4]).unwrap(), 0);
+        assert!(
+            reader
+                .seek(SeekFrom::Current(-(big.len() as i64) - 10))
+                .is_err()
+        );
+    }
+}
