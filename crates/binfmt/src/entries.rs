@@ -128,6 +128,21 @@ pub trait EntrySource: Send + Sync {
     /// The entry called `name`, as a stream; the format's checks of its
     /// bytes run as it is read, the last one when it ends.
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>>;
+    /// The entry called `name`, readable from any offset: a seek reads only
+    /// what the new position needs where the format allows (every format's
+    /// main reader: a TARIDX member and a kastore array are byte ranges, a
+    /// PAR4 value streams from its offset, an ARCX file decompresses only
+    /// the chunk a position lands in), else reads forward to it
+    /// ([`crate::seekable::Reopening`]). Reads after a seek run the
+    /// format's piece-wise checks (ARCX block CRC32s), not its whole-entry
+    /// ones (an ARCX file's SHA-256 needs every byte in order).
+    fn open_seekable(&self, name: &str) -> Result<Box<dyn crate::ReadSeek + '_>> {
+        let name = name.to_owned();
+        Ok(Box::new(crate::seekable::Reopening::new(
+            move || self.open(&name),
+            None,
+        )?))
+    }
     /// Checks everything the format can check.
     fn verify(&self) -> Result<()>;
 

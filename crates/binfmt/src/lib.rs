@@ -33,6 +33,7 @@ mod error;
 pub mod formats;
 pub mod origin;
 mod output;
+pub mod seekable;
 mod sink;
 pub mod sniff;
 
@@ -44,5 +45,6 @@ pub use error::{Error, LeadingPath, Result, core_error};
 pub use formats::kast::open_stream;
 pub use formats::taridx::open_dataset;
 pub use formats::{open, open_with};
+pub use seekable::ReadSeek;
 pub use origin::{OpenOptions, Opened, Origin, is_remote, open_source};
 pub use sniff::{Format, sniff, sniff_bytes, sniff_source, sniff_tail_first};

@@ -78,6 +78,19 @@ struct ArcxEntries {
     origin: Origin,
 }
 
+impl ArcxEntries {
+    /// A reader of the file at `name`.
+    fn file_reader(&self, name: &str) -> Result<binfmt_arcx::FileReader<'_, Box<dyn Source>>> {
+        match self.archive.find(name) {
+            Some(file) => Ok(self.archive.reader_for(file)),
+            None => Err(Error::NotFound {
+                file: self.origin.file().to_owned(),
+                name: name.to_owned(),
+            }),
+        }
+    }
+}
+
 impl EntrySource for ArcxEntries {
     fn format(&self) -> Format {
         Format::Arcx
@@ -92,13 +105,12 @@ impl EntrySource for ArcxEntries {
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
-        match self.archive.find(name) {
-            Some(file) => Ok(Box::new(self.archive.reader_for(file))),
-            None => Err(Error::NotFound {
-                file: self.origin.file().to_owned(),
-                name: name.to_owned(),
-            }),
-        }
+        Ok(Box::new(self.file_reader(name)?))
+    }
+
+    fn open_seekable(&self, name: &str) -> Result<Box<dyn crate::ReadSeek + '_>> {
+        // Decompresses only the chunk a position lands in.
+        Ok(Box::new(self.file_reader(name)?))
     }
 
     fn verify(&self) -> Result<()> {

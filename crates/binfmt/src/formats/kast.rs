@@ -93,6 +93,13 @@ impl<S: binfmt_core::Source> EntrySource for KastEntries<S> {
         ))
     }
 
+    fn open_seekable(&self, name: &str) -> Result<Box<dyn crate::ReadSeek + '_>> {
+        // The array's bytes are a range of the file: a seek moves in it.
+        Ok(Box::new(
+            self.item(name)?.reader().in_file(self.origin.file())?,
+        ))
+    }
+
     fn verify(&self) -> Result<()> {
         // Opening checked every descriptor against the file's size: every
         // array's bytes are there.

@@ -43,6 +43,17 @@ impl Par4Entries {
         }
     }
 
+    /// The value of the entry called `name`, streamed from its offset.
+    fn value(&self, name: &str) -> Result<binfmt_parcode::ValueReader<'_>> {
+        self.map()?
+            .reader(name)
+            .in_file(self.origin.file())?
+            .ok_or_else(|| Error::NotFound {
+                file: self.origin.file().to_owned(),
+                name: name.to_owned(),
+            })
+    }
+
     /// The root as a map (reads nothing: the root was read at open).
     fn map(&self) -> Result<binfmt_parcode::LazyMap<'_, String, Vec<u8>>> {
         let root = self.parfile.root().in_file(self.origin.file())?;
@@ -72,13 +83,11 @@ impl EntrySource for Par4Entries {
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
-        match self.map()?.reader(name).in_file(self.origin.file())? {
-            Some(reader) => Ok(Box::new(reader)),
-            None => Err(Error::NotFound {
-                file: self.origin.file().to_owned(),
-                name: name.to_owned(),
-            }),
-        }
+        Ok(Box::new(self.value(name)?))
+    }
+
+    fn open_seekable(&self, name: &str) -> Result<Box<dyn crate::ReadSeek + '_>> {
+        Ok(Box::new(self.value(name)?))
     }
 
     fn verify(&self) -> Result<()> {

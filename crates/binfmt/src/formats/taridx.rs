@@ -267,6 +267,21 @@ impl binfmt_taridx::ShardSet for RemoteShards {
     }
 }
 
+impl FoldEntries {
+    /// The member called `name`, its header checked against its row.
+    fn member(&self, name: &str) -> Result<binfmt_taridx::MemberReader> {
+        let row = self
+            .dataset
+            .find(name)
+            .in_file(self.origin.file())?
+            .ok_or_else(|| Error::NotFound {
+                file: self.origin.file().to_owned(),
+                name: name.to_owned(),
+            })?;
+        self.dataset.member(&row).in_file(self.origin.file())
+    }
+}
+
 impl EntrySource for FoldEntries {
     fn format(&self) -> Format {
         Format::Taridx
@@ -311,17 +326,12 @@ impl EntrySource for FoldEntries {
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
-        let row = self
-            .dataset
-            .find(name)
-            .in_file(self.origin.file())?
-            .ok_or_else(|| Error::NotFound {
-                file: self.origin.file().to_owned(),
-                name: name.to_owned(),
-            })?;
-        Ok(Box::new(
-            self.dataset.member(&row).in_file(self.origin.file())?,
-        ))
+        Ok(Box::new(self.member(name)?))
+    }
+
+    fn open_seekable(&self, name: &str) -> Result<Box<dyn crate::ReadSeek + '_>> {
+        // A member's payload is a range of its shard: a seek moves in it.
+        Ok(Box::new(self.member(name)?))
     }
 
     fn verify(&self) -> Result<()> {
