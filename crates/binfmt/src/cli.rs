@@ -37,6 +37,7 @@ enum Command {
     Convert(cmd::generic::ConvertArgs),
     Completions(CompletionsArgs),
     Tour(cmd::tour::Args),
+    Mount(cmd::mount::Args),
     #[command(subcommand)]
     Kast(cmd::kast::Command),
     #[command(subcommand)]
@@ -119,6 +120,7 @@ pub fn run(args: &[OsString]) -> u8 {
         Command::Convert(args) => cmd::generic::convert(&args),
         Command::Completions(args) => completions(args.shell),
         Command::Tour(args) => cmd::tour::run(&args),
+        Command::Mount(args) => cmd::mount::run(&args),
         Command::Kast(command) => cmd::kast::run(&command),
         Command::Taridx(command) => cmd::taridx::run(&command),
         Command::Par4(command) => cmd::par4::run(&command),

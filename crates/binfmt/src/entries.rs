@@ -41,6 +41,13 @@ pub struct Entry {
     /// of the bad bytes, so it cannot be carried to another file unchanged.
     #[serde(skip_serializing_if = "is_false")]
     pub name_not_utf8: bool,
+    /// Permission bits, where the format keeps them (ARCX).
+    #[serde(skip)]
+    pub mode: Option<u32>,
+    /// Modification time in nanoseconds since the Unix epoch, where the
+    /// format keeps it (ARCX).
+    #[serde(skip)]
+    pub mtime_ns: Option<i64>,
 }
 
 impl Entry {
@@ -51,6 +58,8 @@ impl Entry {
             size,
             kind: None,
             name_not_utf8: false,
+            mode: None,
+            mtime_ns: None,
         }
     }
 

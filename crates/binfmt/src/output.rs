@@ -29,7 +29,9 @@ pub fn shown(path: &std::path::Path) -> String {
 /// Prints `text` as one line on stderr through the printer gate
 /// ([`binfmt_core::print::line`]): escaped, without secrets.
 pub fn note(text: std::fmt::Arguments<'_>) {
-    eprintln!("{}", binfmt_core::print::line(text));
+    // Never a panic when stderr is gone (a `mount --daemon` whose parent
+    // has exited): the note is lost, the command goes on.
+    let _ = writeln!(io::stderr(), "{}", binfmt_core::print::line(text));
 }
 
 /// How a command ended.

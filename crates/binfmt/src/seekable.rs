@@ -103,7 +103,9 @@ impl Seek for Reopening<'_> {
                 size.checked_add_signed(delta)
             }
         }
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the entry's start"))?;
+        .ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "seek before the entry's start")
+        })?;
         self.position = target;
         Ok(target)
     }

@@ -39,7 +39,12 @@ fn every_entry_reads_the_same_at_any_offset() {
                 assert_eq!(reader.seek(SeekFrom::Start(at as u64)).unwrap(), at as u64);
                 let mut got = vec![0u8; 64.min(len - at)];
                 reader.read_exact(&mut got).unwrap();
-                assert_eq!(got, whole[at..at + got.len()], "{file} {} at {at}", entry.name);
+                assert_eq!(
+                    got,
+                    whole[at..at + got.len()],
+                    "{file} {} at {at}",
+                    entry.name
+                );
             }
             let back = 5.min(len);
             reader.seek(SeekFrom::End(-(back as i64))).unwrap();
@@ -48,7 +53,12 @@ fn every_entry_reads_the_same_at_any_offset() {
             assert_eq!(tail, whole[len - back..], "{file} {}", entry.name);
             // Past the end: refused (a byte range), or end-of-file.
             if reader.seek(SeekFrom::Start(len as u64 + 10)).is_ok() {
-                assert_eq!(reader.read(&mut [0; 8]).unwrap(), 0, "{file} {}", entry.name);
+                assert_eq!(
+                    reader.read(&mut [0; 8]).unwrap(),
+                    0,
+                    "{file} {}",
+                    entry.name
+                );
             }
             assert!(reader.seek(SeekFrom::Current(-(len as i64) - 20)).is_err());
         }

@@ -5,6 +5,7 @@ pub mod args;
 pub mod generic;
 pub mod info;
 pub mod kast;
+pub mod mount;
 pub mod par4;
 pub mod remote;
 pub mod sniff;

@@ -66,8 +66,11 @@ fn kind_name(kind: binfmt_arcx::FileKind) -> Option<&'static str> {
 
 /// The entry of an ARCX file, directories and symlinks listed by kind.
 fn arcx_entry(file: binfmt_arcx::FileEntry<'_>) -> Entry {
+    let attributes = file.attributes();
     Entry {
-        kind: kind_name(file.attributes().kind),
+        kind: kind_name(attributes.kind),
+        mode: Some(attributes.mode),
+        mtime_ns: Some(attributes.mtime_ns),
         ..Entry::new(file.path().to_string(), file.size())
     }
 }
