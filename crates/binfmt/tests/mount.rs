@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use binfmt_tests::cli::{arg, text};
 use binfmt_tests::fixture;
+use binfmt_tests::interop::servers;
 
 const BIN: &str = env!("CARGO_BIN_EXE_binfmt");
 
@@ -364,4 +365,141 @@ fn daemon_returns_once_mounted() {
     let unmounted = Command::new("umount").arg(&mnt).status().unwrap();
     assert!(unmounted.success());
     assert!(!is_mounted(&mnt));
+}
+
+/// `requests: N, bytes: M` from a `-v` stderr.
+fn cost(stderr: &str) -> (u64, u64) {
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with("requests: "))
+        .unwrap_or_else(|| panic!("no cost line: {stderr}"));
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty())
+        .map(|part| part.parse().unwrap())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+/// A remote mount over nginx and SeaweedFS: mounting and walking the tree
+/// cost what `binfmt list` of the URL costs (the listing; no file read),
+/// reading one file adds only what `binfmt get` of it costs, and the bytes
+/// are right.
+#[test]
+fn remote_mounts_read_only_what_is_touched() {
+    if !fuse_usable() {
+        return;
+    }
+    let Some(servers) = servers() else { return };
+    let run = format!("mount-{}", std::process::id());
+    std::fs::create_dir_all(servers.www.join(&run)).unwrap();
+    let cases = [
+        (
+            "generated/arcx/multi_block.spec.arcx",
+            vec![],
+            "large/0004.bin",
+        ),
+        (
+            "reference/taridx/golden.taridx",
+            vec![
+                "reference/taridx/golden_0000.tar",
+                "reference/taridx/golden_0001.tar",
+                "reference/taridx/golden_0002.tar",
+            ],
+            "s/000001.json",
+        ),
+        ("reference/all_types.kas", vec![], "float64"),
+    ];
+    let env: Vec<(String, String)> = servers
+        .s3_env(&servers.s3_secret_access_key)
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect();
+    let binfmt = |args: &[&str]| {
+        let output = Command::new(BIN)
+            .args(args)
+            .envs(env.iter().cloned())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+        output
+    };
+    for (file, beside, name) in cases {
+        for path in std::iter::once(&file).chain(&beside) {
+            let local = fixture(path);
+            let base = local.file_name().unwrap().to_str().unwrap().to_owned();
+            let bytes = std::fs::read(&local).unwrap();
+            std::fs::write(servers.www.join(&run).join(&base), &bytes).unwrap();
+            servers.s3_put(&format!("{run}/{base}"), &bytes);
+        }
+        let base = fixture(file)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let expected = binfmt(&["get", fixture(file).to_str().unwrap(), name, "-o", "-"]).stdout;
+        for url in [
+            format!("{}/{run}/{base}", servers.nginx),
+            format!("s3://{}/{run}/{base}", servers.s3_bucket),
+        ] {
+            let listed = cost(&text(&binfmt(&["list", "-v", &url]).stderr));
+            let got = binfmt(&["get", "-v", &url, name, "-o", "-"]);
+            let fetched = cost(&text(&got.stderr));
+            let dir = tempfile::tempdir().unwrap();
+            // Mounted and walked (names and sizes only).
+            let mounted = Mounted::new(&url, dir.path(), &["-v"], &env);
+            let tree = walk_names(dir.path());
+            assert!(tree.contains(&name.to_owned()), "{url}: {tree:?}");
+            let (status, stderr) = mounted.stop();
+            assert!(status.success(), "{url}: {stderr}");
+            assert_eq!(
+                cost(&stderr),
+                listed,
+                "{url}: walking a mount costs what list does"
+            );
+            // Mounted and one file read.
+            let mounted = Mounted::new(&url, dir.path(), &["-v"], &env);
+            assert_eq!(
+                std::fs::read(dir.path().join(name)).unwrap(),
+                expected,
+                "{url}"
+            );
+            let (status, stderr) = mounted.stop();
+            assert!(status.success(), "{url}: {stderr}");
+            let (requests, bytes) = cost(&stderr);
+            assert!(
+                requests <= listed.0 + fetched.0 && bytes <= listed.1 + fetched.1,
+                "{url}: mount + read {:?} > list {listed:?} + get {fetched:?}",
+                (requests, bytes)
+            );
+        }
+    }
+}
+
+/// Every path under `root` (names and `stat` only: nothing is read).
+fn walk_names(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            found.push(
+                path.strip_prefix(root)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned(),
+            );
+            if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    found
 }

@@ -26,7 +26,7 @@ const READY_ENV: &str = "BINFMT_MOUNT_REPORT_READY";
 /// exits 0. A read that fails is EIO for that read, logged once on stderr.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  binfmt mount --daemon data.arcx mnt/ && ls -R mnt/ && umount mnt/\n  binfmt mount --daemon -v https://example.org/data/train.taridx mnt/"
+    after_help = "Examples:\n  mkdir -p mnt && binfmt mount --daemon data.arcx mnt && ls -R mnt && umount mnt\n  mkdir -p mnt && binfmt mount --daemon https://example.org/data/train.taridx mnt && ls mnt && umount mnt"
 )]
 pub struct Args {
     /// A TARIDX index (with its shards), ARCX, PAR4 or KAST file, or its
@@ -49,13 +49,12 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> CommandResult {
-    let mut options = MountOptions::default();
-    options.threads = args.threads.max(1);
+    let mut options = MountOptions::default().threads(args.threads);
     for option in args.options.iter().flat_map(|list| list.split(',')) {
         match option {
-            "allow_other" => options.allow_other = true,
+            "allow_other" => options = options.allow_other(true),
             "ro" | "" => {}
-            other => output::usage_error(&format!(
+            other => output::usage_error(format!(
                 "unknown mount option {:?}: binfmt mount takes allow_other (and ro, always on)",
                 output::escape(other)
             )),

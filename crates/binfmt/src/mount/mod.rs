@@ -44,6 +44,22 @@ impl Default for MountOptions {
     }
 }
 
+impl MountOptions {
+    /// Sets [`MountOptions::allow_other`].
+    #[must_use]
+    pub fn allow_other(mut self, allow_other: bool) -> Self {
+        self.allow_other = allow_other;
+        self
+    }
+
+    /// Sets [`MountOptions::threads`].
+    #[must_use]
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+}
+
 /// A mounted file: the mount is made when this is made, and stays until
 /// it is unmounted (by [`Mount::unmounter`], `umount`, or `fusermount3
 /// -u`), which ends [`Mount::run`].
