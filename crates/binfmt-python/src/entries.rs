@@ -88,14 +88,15 @@ impl Entries {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// A stream of entry `name`'s bytes.
+    /// A stream of entry `name`'s bytes, which seeks (only what a new
+    /// position needs is read).
     fn open(&self, py: Python<'_>, name: &str) -> PyResult<ReadStream> {
         let open = remote::detach(py, || {
             OpenEntry::try_new(Arc::clone(&self.source), |source| {
-                source.open(name).map_err(umbrella_error)
+                source.open_seekable(name).map_err(umbrella_error)
             })
         })??;
-        Ok(ReadStream::new(Box::new(open), None))
+        Ok(ReadStream::new_seekable(Box::new(open), None))
     }
 
     /// Checks everything the format can check.
@@ -114,7 +115,7 @@ impl Entries {
     }
 }
 
-type EntryStream<'a> = Box<dyn Read + Send + 'a>;
+type EntryStream<'a> = Box<dyn binfmt::ReadSeek + 'a>;
 
 self_cell::self_cell!(
     /// An entry being read, with the source it reads from.
@@ -128,6 +129,12 @@ self_cell::self_cell!(
 impl Read for OpenEntry {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         self.with_dependent_mut(|_, reader| reader.read(buf))
+    }
+}
+
+impl std::io::Seek for OpenEntry {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.with_dependent_mut(|_, reader| reader.seek(to))
     }
 }
 

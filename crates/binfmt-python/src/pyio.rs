@@ -140,8 +140,23 @@ pub fn owned_file(fd: i32) -> PyResult<File> {
 /// what the Python layer wraps in a buffered binary file object.
 #[pyclass(frozen, module = "binfmt", name = "_NativeStream")]
 pub struct ReadStream {
-    reader: Mutex<Option<Box<dyn Read + Send>>>,
+    reader: Mutex<Option<Stream>>,
     size: Option<u64>,
+}
+
+/// What a stream reads: forward only, or from any offset.
+enum Stream {
+    Forward(Box<dyn Read + Send>),
+    Seekable(Box<dyn binfmt::ReadSeek>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Forward(reader) => reader.read(buf),
+            Stream::Seekable(reader) => reader.read(buf),
+        }
+    }
 }
 
 impl std::fmt::Debug for ReadStream {
@@ -156,9 +171,35 @@ impl ReadStream {
     /// A stream of `reader`'s bytes, `size` of them when known.
     pub fn new(reader: Box<dyn Read + Send>, size: Option<u64>) -> Self {
         Self {
-            reader: Mutex::new(Some(reader)),
+            reader: Mutex::new(Some(Stream::Forward(reader))),
             size,
         }
+    }
+
+    /// A stream of `reader`'s bytes that seeks.
+    pub fn new_seekable(reader: Box<dyn binfmt::ReadSeek>, size: Option<u64>) -> Self {
+        Self {
+            reader: Mutex::new(Some(Stream::Seekable(reader))),
+            size,
+        }
+    }
+
+    /// Runs `work` on the open stream, with the GIL released.
+    fn with_stream<T: Send>(
+        &self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut Stream) -> PyResult<T> + Send,
+    ) -> PyResult<T> {
+        crate::remote::detach(py, || {
+            let mut guard = self
+                .reader
+                .lock()
+                .map_err(|_| PyValueError::new_err("the stream failed earlier"))?;
+            match guard.as_mut() {
+                Some(stream) => work(stream),
+                None => Err(PyValueError::new_err("I/O operation on closed file.")),
+            }
+        })?
     }
 }
 
@@ -177,23 +218,50 @@ impl ReadStream {
     fn read<'py>(&self, py: Python<'py>, size: i64) -> PyResult<Bound<'py, PyBytes>> {
         // The lock is taken and released with the GIL released: a thread
         // waiting for it never holds the GIL the reading thread needs back.
-        let out = crate::remote::detach(py, || {
-            let mut guard = self
-                .reader
-                .lock()
-                .map_err(|_| PyValueError::new_err("the stream failed earlier"))?;
-            let Some(reader) = guard.as_mut() else {
-                return Err(PyValueError::new_err("I/O operation on closed file."));
-            };
+        let out = self.with_stream(py, |reader| {
             let mut out = Vec::new();
             match u64::try_from(size) {
-                Ok(size) => Read::take(&mut **reader, size).read_to_end(&mut out),
+                Ok(size) => Read::take(reader, size).read_to_end(&mut out),
                 Err(_) => reader.read_to_end(&mut out),
             }
             .map_err(|error| crate::errors::binfmt(&error))?;
             Ok(out)
-        })??;
+        })?;
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// Whether the stream can move to any offset.
+    fn seekable(&self) -> bool {
+        matches!(self.reader.lock().as_deref(), Ok(Some(Stream::Seekable(_))))
+    }
+
+    /// Moves to `offset` from the start (`whence` 0), the current position
+    /// (1) or the end (2); returns the new position. Only what the new
+    /// position needs is read.
+    #[pyo3(signature = (offset, whence = 0))]
+    fn seek(&self, py: Python<'_>, offset: i64, whence: i32) -> PyResult<u64> {
+        let to =
+            match whence {
+                0 => io::SeekFrom::Start(u64::try_from(offset).map_err(|_| {
+                    PyValueError::new_err(format!("negative seek position {offset}"))
+                })?),
+                1 => io::SeekFrom::Current(offset),
+                2 => io::SeekFrom::End(offset),
+                other => return Err(PyValueError::new_err(format!("whence {other}: 0, 1 or 2"))),
+            };
+        self.with_stream(py, |stream| match stream {
+            Stream::Seekable(reader) => {
+                io::Seek::seek(reader, to).map_err(|error| crate::errors::binfmt(&error))
+            }
+            Stream::Forward(_) => Err(pyo3::exceptions::PyOSError::new_err(
+                "this stream does not seek",
+            )),
+        })
+    }
+
+    /// The position of the next byte read.
+    fn tell(&self, py: Python<'_>) -> PyResult<u64> {
+        self.seek(py, 0, 1)
     }
 
     /// Releases what the stream reads from; later reads fail.

@@ -46,3 +46,19 @@ def arcx_tool() -> str:
 def kastore_ref():
     """The reference ``kastore`` package."""
     return reference("kastore")
+
+
+@pytest.fixture(scope="session")
+def test_servers() -> dict[str, str]:
+    """The servers ``bash .ci/servers start`` runs on 127.0.0.1 (nginx,
+    SeaweedFS's S3 and its filer), as ``target/servers.env`` names them; skips
+    (fails when interop is required) when they are not running."""
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    path = pathlib.Path(os.environ.get("BINFMT_SERVERS_ENV", target / "servers.env"))
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        if os.environ.get("BINFMT_INTEROP") == "require":
+            pytest.fail(f"{path} is missing: the servers are not running (bash .ci/servers start)")
+        pytest.skip("the test servers are not running (bash .ci/servers start)")
+    return dict(line.split("=", 1) for line in lines if "=" in line)

@@ -18,6 +18,8 @@ fn installed(script: &str) -> Vec<String> {
         // which are dependencies rather than tools.
         for quoted in line.split('"').skip(1).step_by(2) {
             if let Some((name, _)) = quoted.split_once("==") {
+                // "fsspec[http]": the package is fsspec (with an extra).
+                let name = name.split('[').next().unwrap_or(name);
                 if !name.contains(['$', ' ', '/']) {
                     names.push(name.to_owned());
                 }

@@ -98,6 +98,15 @@ class _StreamIO(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def seekable(self) -> bool:
+        return self._native.seekable()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._native.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._native.tell()
+
     def readinto(self, buffer) -> int:  # type: ignore[override]
         view = memoryview(buffer).cast("B")
         data = self._native.read(len(view))
@@ -160,7 +169,11 @@ class Entries:
     def open(self, name: str) -> BinaryIO:
         """Entry ``name`` as a binary file object that decompresses or copies
         its bytes as they are read; the format's checksum is checked when the
-        end is reached (that read raises on a mismatch)."""
+        end is reached (that read raises on a mismatch). It seeks: a new
+        position reads only what it needs (a TARIDX member's or kastore
+        array's bytes are ranges of the file; an ARCX file decompresses only
+        the chunk it lands in, and after a seek each block's CRC32 is
+        checked instead of the file's SHA-256)."""
         return _binary_file(self._native.open(name), name)
 
     def verify(self) -> None:

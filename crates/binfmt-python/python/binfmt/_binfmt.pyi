@@ -116,6 +116,12 @@ class _NativeStream:
         """The number of bytes the stream holds, when known."""
     def read(self, size: int = -1) -> bytes:
         """Up to ``size`` more bytes; empty at the end."""
+    def seekable(self) -> bool:
+        """Whether the stream moves to any offset."""
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Moves to ``offset`` (from the start, current position or end)."""
+    def tell(self) -> int:
+        """The position of the next byte read."""
     def close(self) -> None:
         """Releases what the stream reads from."""
 
