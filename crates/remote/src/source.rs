@@ -265,7 +265,7 @@ impl RemoteSource {
             _ => None,
         };
         let source = Self {
-            id: family.new_id(),
+            id: family.cache_id(&url, &pin),
             name: PathBuf::from(&url),
             len: pin.size,
             pin,
