@@ -125,6 +125,14 @@ pub trait EntrySource: Send + Sync {
         }
         Ok(())
     }
+    /// How many entries there are and their bytes (`None` when the sizes
+    /// add up past 2^64), when the file says so without its entries being
+    /// read: a TARIDX index, one row per member with its size, so `info`
+    /// reads the index alone and no shard. `None` for the other formats,
+    /// whose entries are counted from their listing.
+    fn totals(&self) -> Option<(usize, Option<u64>)> {
+        None
+    }
     /// The entry called `name`, as a stream; the format's checks of its
     /// bytes run as it is read, the last one when it ends.
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>>;

@@ -227,6 +227,16 @@ impl EntrySource for FoldEntries {
             .collect()
     }
 
+    fn totals(&self) -> Option<(usize, Option<u64>)> {
+        // One row per member, with the member's size (checked against its
+        // header whenever the member is read).
+        let rows = self.dataset.rows();
+        let bytes = rows
+            .iter()
+            .try_fold(0u64, |total, row| total.checked_add(row.size.get()));
+        Some((rows.len(), bytes))
+    }
+
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         let row = self
             .dataset
