@@ -112,6 +112,14 @@ pub trait EntrySource: Send + Sync {
     }
     /// Every entry, in the file's order.
     fn list(&self) -> Result<Vec<Entry>>;
+    /// Every entry, for a caller that reads them all next (extraction,
+    /// conversion): a remote TARIDX fold whose members fit half the memory
+    /// cache fetches them whole as it lists them (a few large requests),
+    /// so reading them makes no request; a larger fold lists headers only,
+    /// as [`EntrySource::list`] does. The other formats list as `list` does.
+    fn list_to_read(&self) -> Result<Vec<Entry>> {
+        self.list()
+    }
     /// Hands every entry to `visit`, in the file's order, stopping at the
     /// first error `visit` returns (reported as an I/O error of the file).
     /// A source opened with [`crate::OpenOptions::listing`] hands them on as it
@@ -236,7 +244,7 @@ fn extract_entries<S: EntrySource + ?Sized>(
     options: &ExtractOptions,
 ) -> Result<u64> {
     let file = source.file();
-    let entries = source.list()?;
+    let entries = source.list_to_read()?;
     check_names_carry(file, &entries)?;
     let inputs = binfmt_core::atomic::Inputs::new(&source.inputs());
     let ahead = Prefetch::new(source, &entries);

@@ -206,6 +206,12 @@ impl RemoteSource {
         self.pin.e_tag.as_deref()
     }
 
+    /// The options this source (and its family) reads with: a reader
+    /// planning what to fetch ahead can size it to the memory cache.
+    pub fn options(&self) -> &RemoteOptions {
+        &self.family.options
+    }
+
     /// Whether the whole object sits in memory because its server ignores
     /// range requests.
     pub fn is_whole(&self) -> bool {
