@@ -71,6 +71,20 @@ impl EntrySource for Par4Entries {
         Ok(entries)
     }
 
+    fn list_to_read(&self) -> Result<Vec<Entry>> {
+        // Every value is read next: a file that fits half the memory cache
+        // is fetched whole now (a few large requests), so neither the
+        // listing (a key and length per entry) nor the values cost a
+        // request each.
+        if let Some(remote) = self.origin.remote() {
+            let len = binfmt_core::Source::len(&**remote);
+            if len <= remote.options().memory_cache() / 2 {
+                self.parfile.source().will_read(&[0..len]);
+            }
+        }
+        self.list()
+    }
+
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         match self.map()?.reader(name).in_file(self.origin.file())? {
             Some(reader) => Ok(Box::new(reader)),
