@@ -113,10 +113,12 @@ pub trait EntrySource: Send + Sync {
     /// Every entry, in the file's order.
     fn list(&self) -> Result<Vec<Entry>>;
     /// Every entry, for a caller that reads them all next (extraction,
-    /// conversion): a remote TARIDX fold whose members fit half the memory
+    /// conversion): a remote TARIDX fold whose members fit the memory
     /// cache fetches them whole as it lists them (a few large requests),
-    /// so reading them makes no request; a larger fold lists headers only,
-    /// as [`EntrySource::list`] does. The other formats list as `list` does.
+    /// so reading them makes no request, and a larger one lists headers
+    /// only, as [`EntrySource::list`] does; a remote PAR4 file that fits
+    /// half the memory cache is fetched whole first. The other formats
+    /// list as `list` does.
     fn list_to_read(&self) -> Result<Vec<Entry>> {
         self.list()
     }

@@ -240,13 +240,14 @@ impl EntrySource for FoldEntries {
 
     fn list_to_read(&self) -> Result<Vec<Entry>> {
         // Fetched whole while listing, the members stay in the memory cache
-        // until they are read: only when they fit half of it.
+        // until they are read: only when they fit in it beside the index.
         let fits = self.origin.remote().is_some_and(|remote| {
-            let members = self.dataset.rows().iter().fold(0u64, |total, row| {
+            let index = self.dataset.index().source().len();
+            let members = self.dataset.rows().iter().fold(index, |total, row| {
                 let padded = row.size.get().div_ceil(512).saturating_mul(512);
                 total.saturating_add(padded).saturating_add(512)
             });
-            members <= remote.options().memory_cache() / 2
+            members <= remote.options().memory_cache()
         });
         self.list_fetching(fits)
     }
