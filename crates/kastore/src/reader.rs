@@ -192,7 +192,7 @@ impl<S: Source> Store<S> {
         let in_memory = source.in_memory().is_some();
         // Announced, so that a remote source fetches the descriptors and
         // reads ahead no further (the keys' length is known only from them).
-        source.will_read(&[HEADER_SIZE as u64..descriptors_end]);
+        source.will_read(std::slice::from_ref(&(HEADER_SIZE as u64..descriptors_end)));
         let descriptor_bytes =
             source.bytes_at(HEADER_SIZE as u64, descriptors_len, "descriptors")?;
         let descriptors = ItemDescriptor::slice_at(&descriptor_bytes, 0, u64::from(num_items))?;
@@ -210,7 +210,8 @@ impl<S: Source> Store<S> {
             None
         } else {
             let mut meta = descriptor_bytes.into_owned();
-            source.will_read(&[descriptors_end..descriptors_end.saturating_add(keys_len)]);
+            let keys = descriptors_end..descriptors_end.saturating_add(keys_len);
+            source.will_read(std::slice::from_ref(&keys));
             meta.extend_from_slice(&source.bytes_at(descriptors_end, keys_len, "keys")?);
             Some(meta)
         };
@@ -451,7 +452,8 @@ impl<'a> Item<'a> {
     fn announce(&self) {
         if self.source.in_memory().is_none() && !self.is_empty() {
             let end = self.start.saturating_add(self.byte_len());
-            self.source.will_read(&[self.start..end]);
+            self.source
+                .will_read(std::slice::from_ref(&(self.start..end)));
         }
     }
 

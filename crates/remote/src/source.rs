@@ -710,6 +710,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one merged range, as expected
     fn coalescing_merges_over_gaps_no_larger_than_what_is_asked() {
         // Touching and overlapping ranges are one; a gap past the limit
         // never merges.

@@ -117,7 +117,7 @@ impl<S: Source> Index<S> {
         }
         // The header and, in most indexes, both blocks lie in the first 512
         // bytes: announced, a remote source fetches them in one request.
-        source.will_read(&[0..len.min(512)]);
+        source.will_read(std::slice::from_ref(&(0..len.min(512))));
         let header: Header = source.record_at(0)?;
         if header.magic != MAGIC {
             return Err(
@@ -174,7 +174,7 @@ impl<S: Source> Index<S> {
         // fetches what the first 512 bytes did not hold and reads ahead no
         // further (into the rows, which `taridx info` never reads).
         let header_end = u64::from(HEADER_SIZE);
-        source.will_read(&[header_end..off_arr]);
+        source.will_read(std::slice::from_ref(&(header_end..off_arr)));
         let blocks = source.bytes_at(header_end, off_arr - header_end, "taridx blocks")?;
         let split = usize::try_from(off_crash - header_end).unwrap_or(usize::MAX);
         let (ext_bytes, crash_bytes) = blocks.split_at(split.min(blocks.len()));

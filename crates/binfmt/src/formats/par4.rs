@@ -79,7 +79,9 @@ impl EntrySource for Par4Entries {
         if let Some(remote) = self.origin.remote() {
             let len = binfmt_core::Source::len(&**remote);
             if len <= remote.options().memory_cache() / 2 {
-                self.parfile.source().will_read(&[0..len]);
+                self.parfile
+                    .source()
+                    .will_read(std::slice::from_ref(&(0..len)));
             }
         }
         self.list()

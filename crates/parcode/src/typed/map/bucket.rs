@@ -377,7 +377,7 @@ impl<'a> Bucket<'a> {
                 if len > 0 && chunk.source().in_memory().is_none() {
                     chunk
                         .source()
-                        .will_read(&[start..start.saturating_add(len)]);
+                        .will_read(std::slice::from_ref(&(start..start.saturating_add(len))));
                 }
                 ValueReader::new(ValueBytes::Stored(chunk.source()), start, len)?
             }
