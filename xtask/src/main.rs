@@ -28,6 +28,7 @@ mod bench;
 mod bench_arcx;
 mod bench_par4;
 mod bench_python;
+mod bench_mount;
 mod bench_remote;
 mod fuzz;
 mod limits;
@@ -109,6 +110,8 @@ enum BenchFormat {
     Python,
     /// Reading over HTTP from the test nginx (`bash .ci/servers start`).
     Remote,
+    /// Mounted files through FUSE, next to `arcx mount` and ratarmount.
+    Mount,
 }
 
 fn main() -> ExitCode {
@@ -183,6 +186,7 @@ fn bench(
                 BenchFormat::Par4,
                 BenchFormat::Kast,
                 BenchFormat::Remote,
+                BenchFormat::Mount,
             ]
         },
         |format| vec![format],
@@ -201,6 +205,20 @@ fn bench(
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
             BenchFormat::Par4 | BenchFormat::Python => None,
+            BenchFormat::Mount => {
+                if !arcx.exists() {
+                    Some(format!("no arcx 0.3.0 at {}", arcx.display()))
+                } else if std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/fuse")
+                    .is_err()
+                {
+                    Some("/dev/fuse cannot be opened".to_owned())
+                } else {
+                    None
+                }
+            }
             BenchFormat::Remote => {
                 if !arcx.exists() {
                     Some(format!("no arcx 0.3.0 at {}", arcx.display()))
@@ -229,6 +247,7 @@ fn bench(
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
             (BenchFormat::Python, _) => {}
             (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
+            (BenchFormat::Mount, _) => bench_mount::run(dir, arcx, &mut report)?,
         }
     }
     let table = report.markdown();
@@ -241,6 +260,7 @@ fn bench(
         Some(BenchFormat::Taridx) => "taridx",
         Some(BenchFormat::Python) => "python",
         Some(BenchFormat::Remote) => "remote",
+        Some(BenchFormat::Mount) => "mount",
     };
     Ok((key, table))
 }

@@ -111,7 +111,7 @@ pub fn convert_source(
     binfmt_core::Inputs::new(&source.inputs())
         .check(output)
         .in_file(source.file())?;
-    let listed = source.list()?;
+    let listed = source.list_to_read()?;
     check_names_carry(source.file(), &listed)?;
     let (entries, skipped): (Vec<Entry>, Vec<Entry>) =
         listed.into_iter().partition(Entry::is_regular);

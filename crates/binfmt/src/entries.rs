@@ -121,6 +121,16 @@ pub trait EntrySource: Send + Sync {
     }
     /// Every entry, in the file's order.
     fn list(&self) -> Result<Vec<Entry>>;
+    /// Every entry, for a caller that reads them all next (extraction,
+    /// conversion): a remote TARIDX fold whose members fit the memory
+    /// cache fetches them whole as it lists them (a few large requests),
+    /// so reading them makes no request, and a larger one lists headers
+    /// only, as [`EntrySource::list`] does; a remote PAR4 file that fits
+    /// half the memory cache is fetched whole first. The other formats
+    /// list as `list` does.
+    fn list_to_read(&self) -> Result<Vec<Entry>> {
+        self.list()
+    }
     /// Hands every entry to `visit`, in the file's order, stopping at the
     /// first error `visit` returns (reported as an I/O error of the file).
     /// A source opened with [`crate::OpenOptions::listing`] hands them on as it
@@ -133,6 +143,14 @@ pub trait EntrySource: Send + Sync {
                 .in_file(self.file())?;
         }
         Ok(())
+    }
+    /// How many entries there are and their bytes (`None` when the sizes
+    /// add up past 2^64), when the file says so without its entries being
+    /// read: a TARIDX index, one row per member with its size, so `info`
+    /// reads the index alone and no shard. `None` for the other formats,
+    /// whose entries are counted from their listing.
+    fn totals(&self) -> Option<(usize, Option<u64>)> {
+        None
     }
     /// The entry called `name`, as a stream; the format's checks of its
     /// bytes run as it is read, the last one when it ends.
@@ -252,7 +270,7 @@ fn extract_entries<S: EntrySource + ?Sized>(
     options: &ExtractOptions,
 ) -> Result<u64> {
     let file = source.file();
-    let entries = source.list()?;
+    let entries = source.list_to_read()?;
     check_names_carry(file, &entries)?;
     let inputs = binfmt_core::atomic::Inputs::new(&source.inputs());
     let ahead = Prefetch::new(source, &entries);

@@ -190,6 +190,9 @@ impl<S: Source> Store<S> {
         }
         let descriptors_end = HEADER_SIZE as u64 + descriptors_len;
         let in_memory = source.in_memory().is_some();
+        // Announced, so that a remote source fetches the descriptors and
+        // reads ahead no further (the keys' length is known only from them).
+        source.will_read(std::slice::from_ref(&(HEADER_SIZE as u64..descriptors_end)));
         let descriptor_bytes =
             source.bytes_at(HEADER_SIZE as u64, descriptors_len, "descriptors")?;
         let descriptors = ItemDescriptor::slice_at(&descriptor_bytes, 0, u64::from(num_items))?;
@@ -207,6 +210,8 @@ impl<S: Source> Store<S> {
             None
         } else {
             let mut meta = descriptor_bytes.into_owned();
+            let keys = descriptors_end..descriptors_end.saturating_add(keys_len);
+            source.will_read(std::slice::from_ref(&keys));
             meta.extend_from_slice(&source.bytes_at(descriptors_end, keys_len, "keys")?);
             Some(meta)
         };
@@ -438,12 +443,24 @@ impl<'a> Item<'a> {
     /// The array's bytes as stored (little-endian elements): borrowed when
     /// the file is in memory, read otherwise.
     pub fn le_bytes(&self) -> Result<Cow<'a, [u8]>> {
+        self.announce();
         Ok(self.source.bytes_at(self.start, self.byte_len(), "array")?)
+    }
+
+    /// Tells the source the array is read next: a remote one fetches it
+    /// and reads ahead no further than its end.
+    fn announce(&self) {
+        if self.source.in_memory().is_none() && !self.is_empty() {
+            let end = self.start.saturating_add(self.byte_len());
+            self.source
+                .will_read(std::slice::from_ref(&(self.start..end)));
+        }
     }
 
     /// The array's bytes as `std::io::Read`, in the caller's buffer: memory
     /// does not grow with the array.
     pub fn reader(&self) -> Result<RangeReader<'a, dyn Source + 'a>> {
+        self.announce();
         Ok(self.source.reader(self.start, self.byte_len(), "array")?)
     }
 

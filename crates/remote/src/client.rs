@@ -9,6 +9,7 @@
 //! `Content-Range`), so failures can be told apart by what the server did
 //! rather than by error text.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -329,6 +330,10 @@ pub(crate) struct Family {
     pub disk: Option<DiskCache>,
     pub options: RemoteOptions,
     next_id: AtomicU64,
+    /// The memory-cache id of each version opened (URL, strong ETag,
+    /// size): an object opened again (a shard reopened by a later pass)
+    /// finds what was fetched of it.
+    versions: Mutex<HashMap<(String, String, u64), u64>>,
 }
 
 impl Family {
@@ -444,6 +449,7 @@ impl Family {
             disk,
             options: options.clone(),
             next_id: AtomicU64::new(0),
+            versions: Mutex::new(HashMap::new()),
         })
     }
 
@@ -452,9 +458,18 @@ impl Family {
         self.scheme == location.scheme && self.base == location.base
     }
 
-    /// A new id for an object's entries in the memory cache.
-    pub fn new_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+    /// The id of an object's entries in the memory cache: the one it had
+    /// when this version (URL, strong ETag and size) was opened before, a
+    /// new one otherwise (an object without a strong ETag always gets a new
+    /// one: nothing tells its versions apart).
+    pub fn cache_id(&self, url: &str, meta: &ObjectMeta) -> u64 {
+        let fresh = || self.next_id.fetch_add(1, Ordering::Relaxed);
+        match strong_etag(meta) {
+            Some(etag) => *lock(&self.versions)
+                .entry((url.to_owned(), etag.to_owned(), meta.size))
+                .or_insert_with(fresh),
+            None => fresh(),
+        }
     }
 
     pub fn stats(&self) -> Stats {

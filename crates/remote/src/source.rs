@@ -219,6 +219,12 @@ impl RemoteSource {
         self.pin.e_tag.as_deref()
     }
 
+    /// The options this source (and its family) reads with: a reader
+    /// planning what to fetch ahead can size it to the memory cache.
+    pub fn options(&self) -> &RemoteOptions {
+        &self.family.options
+    }
+
     /// Whether the whole object sits in memory because its server ignores
     /// range requests.
     pub fn is_whole(&self) -> bool {
@@ -278,7 +284,7 @@ impl RemoteSource {
             _ => None,
         };
         let source = Self {
-            id: family.new_id(),
+            id: family.cache_id(&url, &pin),
             name: PathBuf::from(&url),
             len: pin.size,
             pin,
@@ -493,27 +499,50 @@ impl RemoteSource {
         Ok(())
     }
 
-    /// `ranges` inside the object, sorted, with those less than the
-    /// coalescing gap apart merged.
-    fn merged(&self, ranges: impl IntoIterator<Item = Range<u64>>) -> Vec<Range<u64>> {
+    /// `ranges` clipped to the object, empty ones dropped, sorted, and
+    /// those that overlap or touch joined: what a caller asked for.
+    fn asked(&self, ranges: impl IntoIterator<Item = Range<u64>>) -> Vec<Range<u64>> {
         let mut ranges: Vec<Range<u64>> = ranges
             .into_iter()
             .map(|range| range.start.min(self.len)..range.end.min(self.len))
             .filter(|range| range.start < range.end)
             .collect();
         ranges.sort_by_key(|range| range.start);
-        let gap = self.family.options.coalesce_gap;
-        let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
-        for range in ranges {
-            match merged.last_mut() {
-                Some(last) if range.start <= last.end.saturating_add(gap) => {
-                    last.end = last.end.max(range.end);
-                }
-                _ => merged.push(range),
+        coalesce(ranges, 0)
+    }
+}
+
+/// `ranges` (sorted by start) merged into requests: a range that overlaps
+/// or touches the request before it joins it; one at most `gap` bytes
+/// after it joins it when the request, with the gap, still holds at least
+/// as many bytes asked for as bytes merged over. A request is then never
+/// more than twice what it was asked for: the payloads between small
+/// headers (tar members, map values) are merged over only when they are
+/// no larger than the headers around them.
+fn coalesce(ranges: impl IntoIterator<Item = Range<u64>>, gap: u64) -> Vec<Range<u64>> {
+    // Each request, with the bytes asked for in it and the bytes merged over.
+    let mut merged: Vec<(Range<u64>, u64, u64)> = Vec::new();
+    for range in ranges {
+        match merged.last_mut() {
+            Some((last, asked, _)) if range.start <= last.end => {
+                *asked += range.end.saturating_sub(last.end);
+                last.end = last.end.max(range.end);
+            }
+            Some((last, asked, over))
+                if range.start - last.end <= gap
+                    && *over + (range.start - last.end) <= *asked + (range.end - range.start) =>
+            {
+                *over += range.start - last.end;
+                *asked += range.end - range.start;
+                last.end = range.end;
+            }
+            _ => {
+                let len = range.end - range.start;
+                merged.push((range, len, 0));
             }
         }
-        merged
     }
+    merged.into_iter().map(|(range, _, _)| range).collect()
 }
 
 /// GET of the whole object from a server that ignores ranges, checked
@@ -625,29 +654,31 @@ impl binfmt_core::Source for RemoteSource {
         &self.name
     }
 
-    /// Fetches the ranges not cached yet, those less than the coalescing
-    /// gap apart by one request (split at 16 MiB), several requests at
-    /// once; the first half of the memory cache's worth is fetched now, the
-    /// rest is left to the reads (which read ahead inside these ranges).
-    /// Failures are left for the reads to report.
+    /// Fetches the ranges not cached yet, neighbours at most the coalescing
+    /// gap apart by one request when it stays at least half bytes asked
+    /// for (see `coalesce`; split at 16 MiB), several requests at once; the
+    /// first half of the memory cache's worth is fetched now, the rest is
+    /// left to the reads (which read ahead inside these ranges, never past
+    /// them). Failures are left for the reads to report.
     fn will_read(&self, ranges: &[Range<u64>]) {
         if self.is_whole() {
             return;
         }
-        let wanted = self.merged(ranges.iter().cloned());
+        let gap = self.family.options.coalesce_gap;
+        let asked = self.asked(ranges.iter().cloned());
         {
             let mut hints = lock(&self.hints);
-            for range in &wanted {
+            for range in coalesce(asked.iter().cloned(), gap) {
                 if hints.len() == MAX_HINTS {
                     hints.pop_front();
                 }
-                hints.push_back(range.clone());
+                hints.push_back(range);
             }
         }
         let mut missing = Vec::new();
         {
             let mut memory = lock(&self.family.memory);
-            for range in &wanted {
+            for range in &asked {
                 missing.extend(memory.lookup(self.id, range.clone(), false).1);
             }
         }
@@ -655,8 +686,7 @@ impl binfmt_core::Source for RemoteSource {
             missing = object.missing(missing);
         }
         let mut budget = self.family.options.memory_cache / 2;
-        let plan: Vec<Range<u64>> = self
-            .merged(missing)
+        let plan: Vec<Range<u64>> = coalesce(missing, gap)
             .into_iter()
             .map_while(|range| {
                 let take = (range.end - range.start).min(budget);
@@ -690,6 +720,34 @@ mod tests {
             ]
         );
         assert_eq!(split(5..5).count(), 0);
+    }
+
+    #[test]
+    #[allow(clippy::single_range_in_vec_init)] // one merged range, as expected
+    fn coalescing_merges_over_gaps_no_larger_than_what_is_asked() {
+        // Touching and overlapping ranges are one; a gap past the limit
+        // never merges.
+        assert_eq!(coalesce([0..10, 10..20, 15..30], 0), [0..30]);
+        assert_eq!(coalesce([0..10, 11..20], 0), [0..10, 11..20]);
+        assert_eq!(coalesce([0..100, 300..400], 150), [0..100, 300..400]);
+        // Tar headers of 512 bytes between 2 KiB payloads stay apart: a
+        // merge would be mostly payload.
+        let headers = (0..4u64).map(|i| i * 2560..i * 2560 + 512);
+        assert_eq!(coalesce(headers.clone(), 64 << 10).len(), 4);
+        // Between 512-byte payloads they merge: half of each request asked.
+        let small = (0..4u64).map(|i| i * 1024..i * 1024 + 512);
+        assert_eq!(coalesce(small, 64 << 10), [0..3584]);
+        // Adjacent blocks, and a small gap between large ranges, merge.
+        assert_eq!(
+            coalesce([0..4096, 4096..8192, 9000..20_000], 64 << 10),
+            [0..20_000]
+        );
+        // The bytes merged over add up over a request: 100 asked, 90 over,
+        // then 10 more asked across 30 more over would make 120 over 110.
+        assert_eq!(
+            coalesce([0..50, 140..190, 220..230], 64 << 10),
+            [0..190, 220..230]
+        );
     }
 
     #[test]

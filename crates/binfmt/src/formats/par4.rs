@@ -82,6 +82,22 @@ impl EntrySource for Par4Entries {
         Ok(entries)
     }
 
+    fn list_to_read(&self) -> Result<Vec<Entry>> {
+        // Every value is read next: a file that fits half the memory cache
+        // is fetched whole now (a few large requests), so neither the
+        // listing (a key and length per entry) nor the values cost a
+        // request each.
+        if let Some(remote) = self.origin.remote() {
+            let len = binfmt_core::Source::len(&**remote);
+            if len <= remote.options().memory_cache() / 2 {
+                self.parfile
+                    .source()
+                    .will_read(std::slice::from_ref(&(0..len)));
+            }
+        }
+        self.list()
+    }
+
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {
         Ok(Box::new(self.value(name)?))
     }

@@ -280,6 +280,36 @@ impl FoldEntries {
             })?;
         self.dataset.member(&row).in_file(self.origin.file())
     }
+
+    /// Every member, by its full name (GNU long names and pax paths
+    /// included) from its tar header, checked against its row. A remote
+    /// fold announces a window of rows at a time: their headers (with what
+    /// the row check reads), or with `whole` the members whole.
+    fn list_fetching(&self, whole: bool) -> Result<Vec<Entry>> {
+        const WINDOW: usize = 1024;
+        // The whole fold: a member without a row would be left out silently.
+        self.dataset.check_coverage().in_file(self.origin.file())?;
+        let rows = self.dataset.rows();
+        rows.iter()
+            .enumerate()
+            .map(|(i, row)| {
+                if self.origin.is_remote() && i % WINDOW == 0 {
+                    let window = rows.get(i..).unwrap_or_default();
+                    let window = window.get(..WINDOW).unwrap_or(window);
+                    if whole {
+                        self.dataset.prefetch(window);
+                    } else {
+                        self.dataset.prefetch_headers(window);
+                    }
+                }
+                let member = self.dataset.member_info(row).in_file(self.origin.file())?;
+                Ok(Entry {
+                    name_not_utf8: member.name_not_utf8,
+                    ..Entry::new(member.name, member.size)
+                })
+            })
+            .collect()
+    }
 }
 
 impl EntrySource for FoldEntries {
@@ -301,28 +331,31 @@ impl EntrySource for FoldEntries {
     }
 
     fn list(&self) -> Result<Vec<Entry>> {
-        // Full member names (GNU long names and pax paths included) come
-        // from each row's tar header, checked against the row; a remote
-        // fold's headers are announced a window of rows at a time.
-        const WINDOW: usize = 1024;
-        // The whole fold: a member without a row would be left out silently.
-        self.dataset.check_coverage().in_file(self.origin.file())?;
+        self.list_fetching(false)
+    }
+
+    fn list_to_read(&self) -> Result<Vec<Entry>> {
+        // Fetched whole while listing, the members stay in the memory cache
+        // until they are read: only when they fit in it beside the index.
+        let fits = self.origin.remote().is_some_and(|remote| {
+            let index = self.dataset.index().source().len();
+            let members = self.dataset.rows().iter().fold(index, |total, row| {
+                let padded = row.size.get().div_ceil(512).saturating_mul(512);
+                total.saturating_add(padded).saturating_add(512)
+            });
+            members <= remote.options().memory_cache()
+        });
+        self.list_fetching(fits)
+    }
+
+    fn totals(&self) -> Option<(usize, Option<u64>)> {
+        // One row per member, with the member's size (checked against its
+        // header whenever the member is read).
         let rows = self.dataset.rows();
-        rows.iter()
-            .enumerate()
-            .map(|(i, row)| {
-                if self.origin.is_remote() && i % WINDOW == 0 {
-                    let window = rows.get(i..).unwrap_or_default();
-                    self.dataset
-                        .prefetch_headers(window.get(..WINDOW).unwrap_or(window));
-                }
-                let member = self.dataset.member_info(row).in_file(self.origin.file())?;
-                Ok(Entry {
-                    name_not_utf8: member.name_not_utf8,
-                    ..Entry::new(member.name, member.size)
-                })
-            })
-            .collect()
+        let bytes = rows
+            .iter()
+            .try_fold(0u64, |total, row| total.checked_add(row.size.get()));
+        Some((rows.len(), bytes))
     }
 
     fn open(&self, name: &str) -> Result<Box<dyn Read + Send + '_>> {

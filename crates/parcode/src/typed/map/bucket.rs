@@ -47,6 +47,11 @@ const TABLES_READ: u64 = 2_304;
 /// longer key is read again with 16 times as many.
 pub(super) const KEY_READ: u64 = 4096;
 
+/// Entry bytes a listing reads at first ([`Bucket::key_and_value_len`]):
+/// the key and the value's length, not the value (a key longer than about
+/// 240 bytes is read again with 16 times as many).
+pub(super) const LISTED_PREFIX: u64 = 256;
+
 impl<'a> Bucket<'a> {
     /// Bucket `index` of `buckets` in `chunk`: the whole payload (`whole`),
     /// or, stored as is outside memory, its header and hash table, with the
@@ -318,7 +323,7 @@ impl<'a> Bucket<'a> {
         entry: u32,
     ) -> Result<(K, u64)> {
         let (start, length) = self.span(entry)?;
-        let mut read = length.min(KEY_READ);
+        let mut read = length.min(LISTED_PREFIX);
         loop {
             let bytes = self.bytes(self.data_start + start, read)?;
             let decoded = decode::<K>(&bytes, self.at, "map key").and_then(|(key, used)| {
@@ -365,11 +370,17 @@ impl<'a> Bucket<'a> {
         let from = self.data_start + bytes_at;
         Ok(match self.data {
             Data::Whole(bytes) => ValueReader::new(ValueBytes::Memory(bytes), from, len)?,
-            Data::Stored(chunk) => ValueReader::new(
-                ValueBytes::Stored(chunk.source()),
-                chunk.offset() + from,
-                len,
-            )?,
+            Data::Stored(chunk) => {
+                let start = chunk.offset() + from;
+                // The value is read next: a remote source fetches it and
+                // reads ahead no further than its end.
+                if len > 0 && chunk.source().in_memory().is_none() {
+                    chunk
+                        .source()
+                        .will_read(std::slice::from_ref(&(start..start.saturating_add(len))));
+                }
+                ValueReader::new(ValueBytes::Stored(chunk.source()), start, len)?
+            }
         })
     }
 }

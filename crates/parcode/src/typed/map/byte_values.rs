@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use super::bucket::{Bucket, Data, KEY_READ};
+use super::bucket::{Bucket, Data, LISTED_PREFIX};
 use super::lazy::{InlineValues, LazyMap};
 use super::value_reader::{ValueBytes, ValueReader};
 
@@ -176,7 +176,7 @@ where
                     .filter_map(|entry| bucket.span(entry).ok())
                     .map(|(start, length)| {
                         let at = chunk.offset() + bucket.data_start + start;
-                        at..at + length.min(KEY_READ)
+                        at..at + length.min(LISTED_PREFIX)
                     })
                     .collect();
                 source.will_read(&prefixes);
