@@ -30,6 +30,9 @@ const ROUNDS: usize = 5;
 /// Random reads per run, 4 KiB each.
 const RANDOM_READS: usize = 2000;
 
+/// Work done on a tree of the corpus's files: returns the bytes it saw.
+type Work = fn(&Path, &[(PathBuf, u64)]) -> Result<u64, String>;
+
 /// A way to mount: a program and its arguments, `{file}` and `{mnt}`
 /// replaced.
 struct Mounter {
@@ -91,7 +94,7 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
             "python3 -m venv target/interop/ratarmount && target/interop/ratarmount/bin/pip install ratarmount==1.3.0",
         ),
     ];
-    let operations: [(&str, fn(&Path, &[(PathBuf, u64)]) -> Result<u64, String>); 3] = [
+    let operations: [(&str, Work); 3] = [
         ("mount, stat every file, unmount", walk),
         ("mount, read every file, unmount", read_all),
         ("mount, 2,000 random 4 KiB reads, unmount", random_reads),
@@ -114,8 +117,14 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
                 sides.push(Box::new(|| timed(theirs, &mnt, |root| work(root, &files))));
             }
             let stats = measure::interleave(ROUNDS, &[], &mut sides)?;
-            let (our_stats, limit) = (&stats[0], &stats[1]);
-            let what = format!("{operation} ({} files, {:.0} MB)", files.len(), total(&files) as f64 / 1e6);
+            let (Some(our_stats), Some(limit)) = (stats.first(), stats.get(1)) else {
+                return Err("the interleaved runs returned no timings".into());
+            };
+            let what = format!(
+                "{operation} ({} files, {:.0} MB)",
+                files.len(),
+                total(&files) as f64 / 1e6
+            );
             match stats.get(2) {
                 Some(their_stats) => {
                     report.compare(format, reference, what, our_stats, their_stats);
@@ -127,7 +136,9 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
             report.limit(our_stats, limit);
         }
         if theirs.is_none() {
-            report.note(format!("{reference}: not installed; `{install}` installs it."));
+            report.note(format!(
+                "{reference}: not installed; `{install}` installs it."
+            ));
         }
     }
     report.note(
@@ -140,14 +151,28 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
 
 /// The corpus's ARCX archive (packed by `arcx` 0.3.0), its tar, and a
 /// TARIDX index over the tar, made once.
-fn inputs(corpus: &Path, work: &Path, arcx: &Path, binfmt: &Path) -> Result<(PathBuf, PathBuf, PathBuf), String> {
+fn inputs(
+    corpus: &Path,
+    work: &Path,
+    arcx: &Path,
+    binfmt: &Path,
+) -> Result<(PathBuf, PathBuf, PathBuf), String> {
     let archive = work.join("corpus.arcx");
     if !archive.exists() {
-        measure::sh(&format!("'{}' pack '{}' '{}'", arcx.display(), corpus.display(), archive.display()))?;
+        measure::sh(&format!(
+            "'{}' pack '{}' '{}'",
+            arcx.display(),
+            corpus.display(),
+            archive.display()
+        ))?;
     }
     let tar = work.join("corpus_0000.tar");
     if !tar.exists() {
-        measure::sh(&format!("tar cf '{}' -C '{}' .", tar.display(), corpus.display()))?;
+        measure::sh(&format!(
+            "tar cf '{}' -C '{}' .",
+            tar.display(),
+            corpus.display()
+        ))?;
     }
     let fold = work.join("corpus.taridx");
     if !fold.exists() {
@@ -191,7 +216,11 @@ fn walk(root: &Path, files: &[(PathBuf, u64)]) -> Result<u64, String> {
     for (name, size) in files {
         let meta = fs::metadata(root.join(name)).map_err(|e| format!("{}: {e}", name.display()))?;
         if meta.len() != *size {
-            return Err(format!("{}: {} bytes, not {size}", name.display(), meta.len()));
+            return Err(format!(
+                "{}: {} bytes, not {size}",
+                name.display(),
+                meta.len()
+            ));
         }
         bytes += meta.len();
     }
@@ -203,10 +232,13 @@ fn read_all(root: &Path, files: &[(PathBuf, u64)]) -> Result<u64, String> {
     let mut buf = vec![0u8; 1 << 20];
     let mut bytes = 0;
     for (name, size) in files {
-        let mut file = fs::File::open(root.join(name)).map_err(|e| format!("{}: {e}", name.display()))?;
+        let mut file =
+            fs::File::open(root.join(name)).map_err(|e| format!("{}: {e}", name.display()))?;
         let mut read = 0u64;
         loop {
-            let n = file.read(&mut buf).map_err(|e| format!("{}: {e}", name.display()))?;
+            let n = file
+                .read(&mut buf)
+                .map_err(|e| format!("{}: {e}", name.display()))?;
             if n == 0 {
                 break;
             }
@@ -243,8 +275,11 @@ fn random_reads(root: &Path, files: &[(PathBuf, u64)]) -> Result<u64, String> {
             continue;
         };
         let offset = at.min(size.saturating_sub(4096));
-        let file = fs::File::open(root.join(name)).map_err(|e| format!("{}: {e}", name.display()))?;
-        bytes += file.read_at(&mut buf, offset).map_err(|e| format!("{}: {e}", name.display()))? as u64;
+        let file =
+            fs::File::open(root.join(name)).map_err(|e| format!("{}: {e}", name.display()))?;
+        bytes += file
+            .read_at(&mut buf, offset)
+            .map_err(|e| format!("{}: {e}", name.display()))? as u64;
     }
     Ok(bytes)
 }
@@ -259,13 +294,21 @@ fn is_mounted(dir: &Path) -> bool {
 
 /// Mounts with `mounter`, runs `work` on the mount, unmounts, and returns
 /// the whole time.
-fn timed(mounter: &Mounter, mnt: &Path, work: impl FnOnce(&Path) -> Result<u64, String>) -> Result<Duration, String> {
+fn timed(
+    mounter: &Mounter,
+    mnt: &Path,
+    work: impl FnOnce(&Path) -> Result<u64, String>,
+) -> Result<Duration, String> {
     let start = Instant::now();
     mounted(mounter, mnt, work)?;
     Ok(start.elapsed())
 }
 
-fn mounted(mounter: &Mounter, mnt: &Path, work: impl FnOnce(&Path) -> Result<u64, String>) -> Result<u64, String> {
+fn mounted(
+    mounter: &Mounter,
+    mnt: &Path,
+    work: impl FnOnce(&Path) -> Result<u64, String>,
+) -> Result<u64, String> {
     let (program, args) = mounter.argv.split_first().ok_or("an empty command")?;
     let mut child: Child = Command::new(program)
         .args(args)

@@ -26,9 +26,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod bench_arcx;
+mod bench_mount;
 mod bench_par4;
 mod bench_python;
-mod bench_mount;
 mod bench_remote;
 mod fuzz;
 mod limits;
