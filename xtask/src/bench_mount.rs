@@ -76,7 +76,9 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
                     mnt.display().to_string(),
                 ],
             }),
-            "cargo install --locked arcx --version 0.3.0 --features fuse --root target/interop/arcx-fuse",
+            "cargo install --locked arcx --version 0.3.0 --features fuse --root target/interop/arcx-fuse \
+             (as of 2026-11 it does not compile: arcx 0.3.0's src/fuse_mount.rs implements a later fuser's \
+             `getattr`, with a file handle, while its Cargo.toml asks for fuser 0.14: error E0050)",
         ),
         (
             "taridx",

@@ -196,25 +196,31 @@ fn sniff(py: Python<'_>, location: PathBuf) -> PyResult<&'static str> {
 /// Converts `src` (any format `open` reads, a path or a URL) into `dst` in
 /// format `to`.
 #[pyfunction]
-#[pyo3(signature = (src, dst, to, dialect = "spec", shard_size = 1 << 30))]
+#[pyo3(signature = (src, dst, to = None, dialect = "spec", shard_size = 1 << 30))]
 fn convert<'py>(
     py: Python<'py>,
     src: PathBuf,
     dst: PathBuf,
-    to: &str,
+    to: Option<&str>,
     dialect: &str,
     shard_size: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let to = match to {
-        "taridx" => Format::Taridx,
-        "arcx" => Format::Arcx,
-        "par4" => Format::Par4,
-        "kast" => Format::Kast,
-        other => {
+        Some("taridx") => Format::Taridx,
+        Some("arcx") => Format::Arcx,
+        Some("par4") => Format::Par4,
+        Some("kast") => Format::Kast,
+        Some(other) => {
             return Err(PyValueError::new_err(format!(
                 "cannot convert to {other:?}: \"taridx\", \"arcx\", \"par4\" or \"kast\""
             )));
         }
+        None => Format::of_extension(&dst).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "{}: cannot tell the target format from its name: give to=, or a name ending in .arcx, .kas, .trees, .par4 or .taridx",
+                dst.display()
+            ))
+        })?,
     };
     let dialect = match dialect {
         "spec" => binfmt_arcx::Dialect::Spec,

@@ -109,3 +109,16 @@ def test_errors(tmp_path):
     bad.write_bytes(kas.dumps({"a": np.arange(3)})[:-1])
     with pytest.raises(binfmt.BinfmtError):
         binfmt.open(bad)
+
+
+def test_convert_takes_the_target_from_the_extension(tmp_path):
+    """Issue 28 (newcomer trial): the CLI took the target from the output's
+    extension, binfmt.convert required ``to``."""
+    import binfmt.kastore as kas
+    import numpy as np
+
+    kas.dump({"a": np.arange(5)}, tmp_path / "src.trees")
+    summary = binfmt.convert(tmp_path / "src.trees", tmp_path / "out.arcx")
+    assert summary["entries"] == 1 and binfmt.sniff(tmp_path / "out.arcx") == "arcx"
+    with pytest.raises(ValueError, match="give to="):
+        binfmt.convert(tmp_path / "src.trees", tmp_path / "out.zip")

@@ -46,6 +46,26 @@ pub enum Format {
 }
 
 impl Format {
+    /// The format a file to write is named for, by its extension: `.arcx`,
+    /// `.kas` or `.trees`, `.par4`, `.taridx` (what `convert` writes when
+    /// no format is given).
+    ///
+    /// ```
+    /// use binfmt::Format;
+    ///
+    /// assert_eq!(Format::of_extension("out/tables.trees".as_ref()), Some(Format::Kast));
+    /// assert_eq!(Format::of_extension("data.zip".as_ref()), None);
+    /// ```
+    pub fn of_extension(path: &std::path::Path) -> Option<Format> {
+        match path.extension()?.to_str()? {
+            "arcx" => Some(Format::Arcx),
+            "kas" | "trees" => Some(Format::Kast),
+            "par4" => Some(Format::Par4),
+            "taridx" => Some(Format::Taridx),
+            _ => None,
+        }
+    }
+
     /// The lower-case name used on the command line and in JSON.
     pub fn name(self) -> &'static str {
         match self {

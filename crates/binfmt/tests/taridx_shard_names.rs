@@ -355,3 +355,57 @@ fn remote_folds_read_their_shard_list() {
         text(&refused.stderr)
     );
 }
+
+/// A moved index: with its shard list but not its shards, it fails at open
+/// naming the shard and the list, and saying what to do; `--shards DIR`
+/// finds them in DIR, by the list there or by their names.
+#[test]
+fn a_moved_index_names_what_is_missing_and_shards_dir_finds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    shards_named(
+        &data,
+        &["train-000000.tar", "train-000001.tar", "train-000002.tar"],
+    );
+    let index = data.join("train.taridx");
+    ok(binfmt(&[
+        "taridx",
+        "index",
+        arg(&data.join("train-*.tar")),
+        "-o",
+        arg(&index),
+    ]));
+    let moved = dir.path().join("moved");
+    std::fs::create_dir(&moved).unwrap();
+    let away = moved.join("train.taridx");
+    std::fs::copy(&index, &away).unwrap();
+    std::fs::copy(
+        data.join("train.taridx.shards.json"),
+        moved.join("train.taridx.shards.json"),
+    )
+    .unwrap();
+    let output = binfmt(&["list", arg(&away)]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = text(&output.stderr);
+    assert!(
+        error.contains("train-000000.tar, which its shard list")
+            && error.contains("moved/train.taridx.shards.json")
+            && error.contains("move it back"),
+        "{error}"
+    );
+    let error = binfmt_taridx::find_shards(&away).unwrap_err();
+    assert!(
+        matches!(error, binfmt_taridx::TaridxError::NoShards { .. }),
+        "{error}"
+    );
+    let get = |extra: &[&str]| {
+        let mut args = vec!["taridx", "get", arg(&away), "s/000001.json", "-o", "-"];
+        args.extend_from_slice(extra);
+        binfmt(&args)
+    };
+    assert!(!ok(get(&["--shards", arg(&data)])).stdout.is_empty());
+    // Without the list there, the names in DIR.
+    std::fs::remove_file(data.join("train.taridx.shards.json")).unwrap();
+    assert!(!ok(get(&["--shards", arg(&data)])).stdout.is_empty());
+}

@@ -171,7 +171,11 @@ pub enum TaridxError {
     },
 
     /// The tar header a row points at does not describe the row's member.
-    #[error("row {row}: shard {} at byte {offset}: {problem}", shard.display())]
+    #[error(
+        "row {row}: shard {} at byte {offset}: {problem} (were the shards changed after the index was written? \
+         binfmt taridx status tells; indexing again mends it)",
+        shard.display()
+    )]
     RowMismatch {
         /// The row number.
         row: u64,
@@ -286,7 +290,12 @@ pub enum TaridxError {
 
     /// An index's shards are not where they are looked for: no shard list
     /// beside it and no shard named by a fold naming.
-    #[error("no shards found for {}: looked for {looked}", index.display())]
+    #[error(
+        "no shards found for {}: looked for {looked}; an index finds its shards beside it \
+         (with its .shards.json, if it has one): move it back, or name their directory \
+         (taridx get --shards DIR; Dataset(index, shards=[...]))",
+        index.display()
+    )]
     NoShards {
         /// The index (or where it would be).
         index: PathBuf,

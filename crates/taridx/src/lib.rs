@@ -71,7 +71,9 @@ pub use member::{MemberInfo, MemberReader};
 pub use sample_writer::{
     MAX_FOLD_SHARDS, MemberSource, SampleWriter, SampleWriterOptions, WrittenFold,
 };
-pub use shard_list::{SHARD_LIST_SUFFIX, find_shards, record_shards, shard_list_path};
+pub use shard_list::{
+    SHARD_LIST_SUFFIX, find_shards, find_shards_in, record_shards, shard_list_path,
+};
 pub use shard_patterns::expand_shard_patterns;
 pub use shards::{ShardBytes, ShardFiles, ShardSet};
 pub use tar_writer::{TarWriter, check_member_name};

@@ -56,14 +56,37 @@ pub fn shard_list_path(index: &Path) -> PathBuf {
 /// # Ok::<(), binfmt_taridx::TaridxError>(())
 /// ```
 pub fn find_shards(index: &Path) -> Result<Vec<PathBuf>> {
-    let list = shard_list_path(index);
+    find_shards_in(index, index.parent().unwrap_or(Path::new("")))
+}
+
+/// [`find_shards`] of the index at `index` whose shards are in `dir`
+/// instead of beside it: the shard list `DIR/NAME.shards.json` (`NAME` the
+/// index's file name), else the fold's shards by name in `dir`. Every
+/// shard a list names must be there: one that is not is
+/// [`TaridxError::NoShards`] naming it and the list, at open.
+pub fn find_shards_in(index: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
+    let name = index.file_name().unwrap_or(index.as_os_str());
+    let list = shard_list_path(&dir.join(name));
     if std::fs::symlink_metadata(&list).is_ok() {
-        return Ok(read_wids_shard_list(&list)?
+        let shards: Vec<PathBuf> = read_wids_shard_list(&list)?
             .into_iter()
             .map(|(path, _)| path)
-            .collect());
+            .collect();
+        if let Some(missing) = shards
+            .iter()
+            .find(|shard| std::fs::symlink_metadata(shard).is_err())
+        {
+            return Err(TaridxError::NoShards {
+                index: index.to_owned(),
+                looked: format!(
+                    "{}, which its shard list {} names, and it is not there",
+                    missing.display(),
+                    list.display()
+                ),
+            });
+        }
+        return Ok(shards);
     }
-    let dir = index.parent().unwrap_or(Path::new(""));
     let shown = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {

@@ -220,14 +220,16 @@ def sniff(path: StrPath) -> str:
 def convert(
     src: StrPath,
     dst: StrPath,
-    to: str,
+    to: Optional[str] = None,
     *,
     dialect: str = "spec",
     shard_size: int = 1 << 30,
 ) -> dict:
     """Converts ``src`` (any format :func:`open` reads, a path or a URL) into
     the local ``dst`` in format
-    ``to`` (``"taridx"``, ``"arcx"``, ``"par4"`` or ``"kast"``), keeping every
+    ``to`` (``"taridx"``, ``"arcx"``, ``"par4"`` or ``"kast"``; by default
+    the one ``dst``'s extension names, as the ``binfmt convert`` command
+    does: ``.arcx``, ``.kas``/``.trees``, ``.par4``, ``.taridx``), keeping every
     name, byte and kastore element type. ``dialect`` is the ARCX dialect
     (``"spec"`` or ``"arcx-cli"``); ``shard_size`` the largest TARIDX shard.
 

@@ -174,7 +174,7 @@ def sniff(location: str) -> str:
     """The format of a file."""
 
 def convert(
-    src: str, dst: str, to: str, dialect: str = "spec", shard_size: int = ...
+    src: str, dst: str, to: Optional[str] = None, dialect: str = "spec", shard_size: int = ...
 ) -> dict[str, Any]:
     """Converts a file into another format."""
 

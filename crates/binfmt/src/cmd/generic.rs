@@ -330,17 +330,6 @@ pub struct ConvertArgs {
     pub remote: RemoteArgs,
 }
 
-/// The format an output's extension names, if it names one.
-fn target_of(output: &Path) -> Option<Format> {
-    match output.extension()?.to_str()? {
-        "arcx" => Some(Format::Arcx),
-        "kas" | "trees" => Some(Format::Kast),
-        "par4" => Some(Format::Par4),
-        "taridx" => Some(Format::Taridx),
-        _ => None,
-    }
-}
-
 pub fn convert(args: &ConvertArgs) -> CommandResult {
     args.remote.counted(|session| convert_in(session, args))
 }
@@ -351,7 +340,7 @@ fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
         Some(TargetArg::Arcx) => Format::Arcx,
         Some(TargetArg::Kast) => Format::Kast,
         Some(TargetArg::Par4) => Format::Par4,
-        None => target_of(&args.output).unwrap_or_else(|| {
+        None => Format::of_extension(&args.output).unwrap_or_else(|| {
             output::usage_error(format_args!(
                 "cannot tell the target format from {}: give --to, or an output ending in \
                  .arcx, .kas, .trees, .par4 or .taridx",

@@ -35,9 +35,20 @@ impl RemoteArgs {
     /// The options remote sources open with, counting into `tally` and
     /// printing warnings (a server ignoring ranges, no ETag) to stderr.
     pub fn options(&self, tally: &Tally) -> binfmt::OpenOptions {
+        // Each warning once per command, however many times a source of
+        // the object is opened (a fold's coverage check, then its reads).
+        let said = std::sync::Mutex::new(std::collections::HashSet::new());
         let mut remote = RemoteOptions::default()
             .with_tally(tally.clone())
-            .on_warning(|warning| output::note(format_args!("binfmt: warning: {warning}")));
+            .on_warning(move |warning| {
+                let text = warning.to_string();
+                let first = said
+                    .lock()
+                    .map_or(true, |mut said| said.insert(text.clone()));
+                if first {
+                    output::note(format_args!("binfmt: warning: {text}"));
+                }
+            });
         if let Some(dir) = &self.cache_dir {
             remote = remote.with_cache_dir(dir, self.cache_size);
         }

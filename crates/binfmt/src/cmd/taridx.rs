@@ -288,7 +288,9 @@ fn index(args: &IndexArgs) -> CommandResult {
         }
         None => {
             let Some(out) = &args.output else {
-                output::usage_error("give -o OUT.taridx for the shards, or --fold FOLD with a ROOT")
+                output::usage_error(
+                    "give -o OUT.taridx for the shards, --fold FOLD with a ROOT, or --all for every fold under a ROOT",
+                )
             };
             let shards = binfmt_taridx::expand_shard_patterns(&args.inputs)
                 .map_err(|error| error.to_string())?;
@@ -390,16 +392,15 @@ fn status(args: &StatusArgs) -> CommandResult {
     })
 }
 
-/// The shards of an index: those it finds beside it
-/// ([`binfmt_taridx::find_shards`]), or its fold's by name in `shards`.
+/// The shards of an index: those it finds beside it, or in the directory
+/// `shards` ([`binfmt_taridx::find_shards_in`]: its shard list there, else
+/// its fold's by name).
 fn index_shards_of(index: &Path, shards: Option<&Path>) -> Result<Vec<PathBuf>, String> {
-    let Some(root) = shards else {
-        return binfmt_taridx::find_shards(index).map_err(|error| error.to_string());
-    };
-    let fold = binfmt_taridx::fold_of_index(index).ok_or_else(|| {
-        output::about(index, "the index file name has no fold name (FOLD.taridx)")
-    })?;
-    fold_shards(root, fold).map_err(failed(root))
+    match shards {
+        None => binfmt_taridx::find_shards(index),
+        Some(root) => binfmt_taridx::find_shards_in(index, root),
+    }
+    .map_err(|error| error.to_string())
 }
 
 /// What `taridx info` reports after the path.

@@ -159,7 +159,8 @@ pub fn run(args: &Args) -> CommandResult {
     if refused_as_meant > 0 {
         let _ = writeln!(
             text,
-            "\n{refused_as_meant} of these files are meant to be refused: {NOTES} says why."
+            "\n{refused_as_meant} of these files are meant to be refused: {} says why.",
+            output::escape(&args.dir.join(NOTES).display().to_string())
         );
     }
     let (_, dataset) = dataset.ok_or_else(|| {
