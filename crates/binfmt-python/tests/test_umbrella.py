@@ -119,6 +119,8 @@ def test_convert_takes_the_target_from_the_extension(tmp_path):
 
     kas.dump({"a": np.arange(5)}, tmp_path / "src.trees")
     summary = binfmt.convert(tmp_path / "src.trees", tmp_path / "out.arcx")
-    assert summary["entries"] == 1 and binfmt.sniff(tmp_path / "out.arcx") == "arcx"
+    assert binfmt.sniff(tmp_path / "out.arcx") == "arcx"
+    # The array, and the entry recording the kastore's types.
+    assert summary["entries"] == 2 and "a" in binfmt.open(tmp_path / "out.arcx").names()
     with pytest.raises(ValueError, match="give to="):
         binfmt.convert(tmp_path / "src.trees", tmp_path / "out.zip")
