@@ -295,6 +295,7 @@ impl<S: Source> Archive<S> {
             done: false,
             position: 0,
             whole: true,
+            broken: false,
         }
     }
 
@@ -607,6 +608,10 @@ pub struct FileReader<'a, S: Source> {
     /// SHA-256 can be checked at the end (a seek gives that up; each
     /// block's CRC32 is still checked as it is decompressed).
     whole: bool,
+    /// A read failed (a corrupt block): the next bytes would not be those
+    /// at `position`, so every read fails until a seek places the reader
+    /// again.
+    broken: bool,
 }
 
 impl<S: Source> std::fmt::Debug for FileReader<'_, S> {
@@ -660,10 +665,11 @@ impl<S: Source> FileReader<'_, S> {
     /// decompressed (and, in a large shared block, the block up to it);
     /// chunks before it are skipped unread.
     fn seek_to(&mut self, target: u64) -> Result<()> {
-        if target == self.position {
+        if target == self.position && !self.broken {
             return Ok(());
         }
         self.whole = false;
+        self.broken = true;
         self.position = target;
         self.current = Piece::Idle;
         let ids = self.file.chunk_ids();
@@ -683,13 +689,16 @@ impl<S: Source> FileReader<'_, S> {
                 self.chunks = ids.get(k + 1..).unwrap_or_default().iter();
                 self.done = false;
                 self.current = self.archive.piece(chunk)?;
-                return self.skip_in_piece(target - start);
+                self.skip_in_piece(target - start)?;
+                self.broken = false;
+                return Ok(());
             }
             start = end;
         }
         // At or past the end: reads return end-of-file.
         self.chunks = [].iter();
         self.done = true;
+        self.broken = false;
         Ok(())
     }
 
@@ -742,6 +751,22 @@ impl<S: Source> Seek for FileReader<'_, S> {
 
 impl<S: Source> Read for FileReader<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.broken {
+            return Err(io::Error::other(format!(
+                "{}: an earlier read failed; seek to read on",
+                self.file.path()
+            )));
+        }
+        let read = self.read_on(buf);
+        if read.is_err() {
+            self.broken = true;
+        }
+        read
+    }
+}
+
+impl<S: Source> FileReader<'_, S> {
+    fn read_on(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             if self.done || buf.is_empty() {
                 return Ok(0);

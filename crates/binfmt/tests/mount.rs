@@ -503,3 +503,105 @@ fn walk_names(root: &Path) -> Vec<String> {
     }
     found
 }
+
+/// Found from outside: a file of several chunks whose second block is
+/// corrupt read back the next chunk's bytes at offset 0 (the reader had
+/// moved on past the failed chunk), and `cat` succeeded with a shorter
+/// file. Every read touching the bad block is EIO; the others are right.
+#[test]
+fn a_corrupt_block_never_shifts_the_bytes_after_it() {
+    use std::os::unix::fs::FileExt;
+    if !fuse_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(fixture("generated/arcx/multi_block.spec.arcx")).unwrap();
+    let archive = binfmt_arcx::Archive::new(good.clone()).unwrap();
+    let want = archive.read("large/0004.bin").unwrap();
+    let file = archive.find("large/0004.bin").unwrap();
+    assert!(file.chunk_ids().len() > 1);
+    let first = archive.manifest().chunks()[file.chunk_ids()[0] as usize];
+    let block = archive.manifest().blocks()[first.block as usize];
+    let mut bytes = good.clone();
+    bytes[(block.offset + 4 + u64::from(block.stored_size) / 2) as usize] ^= 0x40;
+    let spoilt = dir.path().join("spoilt.arcx");
+    std::fs::write(&spoilt, &bytes).unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Mounted::new(spoilt.to_str().unwrap(), &mnt, &[], &[]);
+    let path = mnt.join("large/0004.bin");
+    assert_eq!(std::fs::read(&path).unwrap_err().raw_os_error(), Some(5));
+    let handle = std::fs::File::open(&path).unwrap();
+    let mut piece = [0u8; 100];
+    for _ in 0..2 {
+        let error = handle.read_at(&mut piece, 0).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(5));
+    }
+    // A later chunk, in a healthy block, still reads right.
+    let later = u64::from(first.size) + 10;
+    handle.read_exact_at(&mut piece, later).unwrap();
+    assert_eq!(piece[..], want[later as usize..later as usize + 100]);
+    // SIGTERM with a file open: the mount is detached at once and the
+    // process ends when the file is closed.
+    let stopping = std::thread::spawn(move || mounted.stop());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!is_mounted(&mnt), "still attached after SIGTERM");
+    drop(handle);
+    let (status, _) = stopping.join().unwrap();
+    assert!(status.success());
+}
+
+/// Found from outside: mounting on a FIFO hung in the kernel; on a file, a
+/// non-empty directory or a mount point it succeeded; `--threads` had no
+/// bound. Each is one line, exit status 1 (2 for the usage error), and
+/// nothing is mounted.
+#[test]
+fn only_an_empty_directory_is_mounted_on() {
+    if !fuse_usable() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = fixture("reference/all_types.kas");
+    let file = file.to_str().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, "x").unwrap();
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("kept"), "x").unwrap();
+    let busy = dir.path().join("busy");
+    std::fs::create_dir(&busy).unwrap();
+    let mounted = Mounted::new(file, &busy, &[], &[]);
+    for (place, why) in [
+        (&fifo, "not a directory"),
+        (&plain, "not a directory"),
+        (&full, "not empty"),
+        (&busy, "mounted there already"),
+    ] {
+        let output = Command::new(BIN)
+            .args(["mount", "--daemon", file, arg(place)])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{place:?}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(why) && stderr.trim_end().lines().count() == 1,
+            "{stderr}"
+        );
+    }
+    assert!(!is_mounted(&full) && !is_mounted(&fifo));
+    let (status, _) = mounted.stop();
+    assert!(status.success());
+    let threads = Command::new(BIN)
+        .args(["mount", "--threads", "100000000", file, arg(&busy)])
+        .output()
+        .unwrap();
+    assert_eq!(threads.status.code(), Some(2));
+}

@@ -409,3 +409,79 @@ fn a_moved_index_names_what_is_missing_and_shards_dir_finds_them() {
     std::fs::remove_file(data.join("train.taridx.shards.json")).unwrap();
     assert!(!ok(get(&["--shards", arg(&data)])).stdout.is_empty());
 }
+
+/// Found from outside: `get -o` and `convert -o` wrote over the shard list
+/// the index was read through; `taridx index` refused a list that is a
+/// shard only after writing the index.
+#[test]
+fn the_shard_list_is_an_input_of_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    shards_named(dir, &["x-0.tar", "x-1.tar", "x-2.tar"]);
+    let index = dir.join("x.taridx");
+    ok(binfmt(&[
+        "taridx",
+        "index",
+        arg(&dir.join("x-{0..2}.tar")),
+        "-o",
+        arg(&index),
+    ]));
+    let list = dir.join("x.taridx.shards.json");
+    let before = std::fs::read(&list).unwrap();
+    for args in [
+        vec!["get", arg(&index), "s/000001.json", "-o", arg(&list)],
+        vec![
+            "taridx",
+            "get",
+            arg(&index),
+            "s/000001.json",
+            "-o",
+            arg(&list),
+        ],
+        vec!["convert", arg(&index), "-o", arg(&list), "--to", "arcx"],
+    ] {
+        let output = binfmt(&args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert!(
+            text(&output.stderr).contains("never writes its output over"),
+            "{}",
+            text(&output.stderr)
+        );
+        assert_eq!(std::fs::read(&list).unwrap(), before, "{args:?}");
+    }
+    let q = dir.join("q.taridx");
+    // A shard whose name is where the index's list would go.
+    let shard = dir.join("q.taridx.shards.json");
+    std::fs::copy(dir.join("x-0.tar"), &shard).unwrap();
+    let output = binfmt(&["taridx", "index", arg(&shard), "-o", arg(&q)]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!q.exists(), "the index was written before the refusal");
+}
+
+/// Found from outside: a fold whose names hold a `:` (its list says
+/// `./v:w-000000.tar`, so wids reads no scheme) could not be read over
+/// HTTP.
+#[test]
+fn names_with_a_colon_read_over_http() {
+    let Some(servers) = servers() else { return };
+    let run = format!("shard-colon-{}", std::process::id());
+    let site = servers.www.join(&run);
+    std::fs::create_dir_all(&site).unwrap();
+    shards_named(
+        &site,
+        &["v:w-000000.tar", "v:w-000001.tar", "v:w-000002.tar"],
+    );
+    let index = site.join("v:w.taridx");
+    ok(binfmt(&[
+        "taridx",
+        "index",
+        arg(&site.join("v:w-*.tar")),
+        "-o",
+        arg(&index),
+    ]));
+    let list = std::fs::read_to_string(site.join("v:w.taridx.shards.json")).unwrap();
+    assert!(list.contains("\"./v:w-000000.tar\""), "{list}");
+    let golden = listed(&binfmt_tests::fixture("reference/taridx/golden.taridx"));
+    let url = format!("{}/{run}/v:w.taridx", servers.nginx);
+    assert_eq!(text(&ok(binfmt(&["list", &url])).stdout), golden);
+}

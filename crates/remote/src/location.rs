@@ -224,9 +224,11 @@ impl Location {
                 format!("sibling name {name:?} is not a relative object name"),
             ));
         }
+        // "./" first: a name with a ':' before any '/' (`c:d.tar`) is a
+        // file name here, never a URL with a scheme.
         let joined = self
             .url
-            .join(name)
+            .join(&format!("./{name}"))
             .map_err(|error| invalid(&self.display, format!("sibling {name:?}: {error}")))?;
         let display = match self.display.rfind('/') {
             Some(slash) => format!("{}/{name}", self.display.get(..slash).unwrap_or_default()),

@@ -762,6 +762,7 @@ pub fn write_index(
 ) -> Result<()> {
     let output = output.as_ref();
     crate::shards::check_not_input(output, shards)?;
+    crate::shards::check_not_input(crate::shard_list_path(output), shards)?;
     index_shards(shards, options, on_shard_done)?.write_file(output)?;
     crate::shard_list::record_shards(output, shards)
 }
@@ -776,8 +777,10 @@ pub fn index_fold(
 ) -> Result<PathBuf> {
     let root = root.as_ref();
     let shards = fold_shards(root, fold)?;
-    let mut builder = index_shards(&shards, options, on_shard_done)?;
     let path = fold_index_path(root, fold);
+    crate::shards::check_not_input(&path, &shards)?;
+    crate::shards::check_not_input(crate::shard_list_path(&path), &shards)?;
+    let mut builder = index_shards(&shards, options, on_shard_done)?;
     builder.write_file(&path)?;
     crate::shard_list::record_shards(&path, &shards)?;
     Ok(path)

@@ -192,6 +192,7 @@ impl Fold {
     /// Indexes the fold's shards and writes its index atomically.
     pub fn index(&self, options: IndexOptions) -> Result<()> {
         crate::shards::check_not_input(&self.index, &self.shards)?;
+        crate::shards::check_not_input(crate::shard_list_path(&self.index), &self.shards)?;
         index_shards(&self.shards, options, || {})?.write_file(&self.index)?;
         crate::shard_list::record_shards(&self.index, &self.shards)
     }

@@ -41,15 +41,15 @@ pub struct Args {
     /// Return once the mount is ready, leaving it in the background.
     #[arg(long)]
     daemon: bool,
-    /// Threads answering reads at once.
-    #[arg(long, default_value_t = 8)]
-    threads: usize,
+    /// Threads answering reads at once (1 to 64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: u16,
     #[command(flatten)]
     remote: RemoteArgs,
 }
 
 pub fn run(args: &Args) -> CommandResult {
-    let mut options = MountOptions::default().threads(args.threads);
+    let mut options = MountOptions::default().threads(usize::from(args.threads));
     for option in args.options.iter().flat_map(|list| list.split(',')) {
         match option {
             "allow_other" => options = options.allow_other(true),
@@ -75,9 +75,19 @@ pub fn run(args: &Args) -> CommandResult {
         ])
         .map_err(|error| format!("mount: cannot catch signals: {error}"))?;
         let handle = signals.handle();
+        let mountpoint = args.mountpoint.clone();
         std::thread::spawn(move || {
-            if signals.forever().next().is_some() {
-                let _ = unmounter.unmount();
+            for _ in signals.forever() {
+                // A busy mount (a reader's open file, a shell's current
+                // directory) is detached lazily: it goes once unused.
+                if let Err(error) = unmounter.unmount() {
+                    if !lazily_unmounted(&mountpoint) {
+                        output::note(format_args!(
+                            "mount: cannot unmount {}: {error}",
+                            output::escape(&mountpoint.display().to_string())
+                        ));
+                    }
+                }
             }
         });
         if std::env::var_os(READY_ENV).is_some() {
@@ -89,6 +99,22 @@ pub fn run(args: &Args) -> CommandResult {
         answered?;
         Ok(Status::Success)
     })
+}
+
+/// Detaches the mount at `mountpoint` lazily (`umount -l`, or
+/// `fusermount3 -uz` as a user); whether one of them did.
+fn lazily_unmounted(mountpoint: &std::path::Path) -> bool {
+    [("umount", &["-l"][..]), ("fusermount3", &["-u", "-z"][..])]
+        .iter()
+        .any(|(program, flags)| {
+            std::process::Command::new(program)
+                .args(*flags)
+                .arg(mountpoint)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success())
+        })
 }
 
 /// Runs this command again without `--daemon`, in its own process group

@@ -490,7 +490,15 @@ fn get(args: &GetArgs) -> CommandResult {
 fn get_in(session: &Session, args: &GetArgs) -> CommandResult {
     let dataset = open_dataset(session, &args.index, args.shards.as_deref())?;
     let shards = dataset.shards().set();
+    // The index, the shard lists it may have been read through, the shards.
+    let lists = std::iter::once(binfmt_taridx::shard_list_path(&args.index)).chain(
+        args.shards.as_deref().map(|dir| {
+            let name = args.index.file_name().unwrap_or(args.index.as_os_str());
+            binfmt_taridx::shard_list_path(&dir.join(name))
+        }),
+    );
     let inputs: Vec<PathBuf> = std::iter::once(args.index.clone())
+        .chain(lists)
         .chain((0..shards.count()).filter_map(|fid| Some(shards.name(u16::try_from(fid).ok()?))))
         .collect();
     let about = failed(&args.index);

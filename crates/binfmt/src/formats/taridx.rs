@@ -217,7 +217,15 @@ fn read_remote_shard_list(
     bytes.resize(usize::try_from(len).unwrap_or(0), 0);
     list.fill_at(0, &mut bytes, "shard list")?;
     let urls = binfmt_taridx::foreign::wids_shard_urls(&bytes, Path::new(list.url()))?;
-    Ok(urls.into_iter().map(|(url, _)| url).collect())
+    // `./x:y-0.tar`: the `./` binfmt writes before a name with a ':' (so
+    // wids does not read a scheme) names the same object.
+    Ok(urls
+        .into_iter()
+        .map(|(url, _)| match url.strip_prefix("./") {
+            Some(name) => name.to_owned(),
+            None => url,
+        })
+        .collect())
 }
 
 impl binfmt_taridx::ShardSet for RemoteShards {
@@ -323,7 +331,11 @@ impl EntrySource for FoldEntries {
 
     fn inputs(&self) -> Vec<PathBuf> {
         let shards = self.dataset.shards().set();
-        std::iter::once(PathBuf::from(self.origin.file()))
+        let index = PathBuf::from(self.origin.file());
+        // The shard list is read too: no output may replace it.
+        let list = binfmt_taridx::shard_list_path(&index);
+        [index, list]
+            .into_iter()
             .chain(
                 (0..shards.count()).filter_map(|fid| Some(shards.name(u16::try_from(fid).ok()?))),
             )

@@ -99,6 +99,7 @@ impl Mount {
         mountpoint: &Path,
         options: &MountOptions,
     ) -> Result<Self> {
+        check_mountpoint(mountpoint).in_file(source.file())?;
         let tree = tree::Tree::new(source.list()?);
         for (name, why) in tree.left_out() {
             crate::output::note(format_args!(
@@ -147,6 +148,35 @@ impl Mount {
             .map_err(|error| binfmt_core::Error::io("mount", error))
             .in_file("mount")
     }
+}
+
+/// A mount point must be an empty directory (not a symlink, FIFO or file,
+/// nothing hidden by the mount) that is not a mount point already: checked
+/// before the listing is read and before the kernel is asked (mounting on a
+/// FIFO would block in the kernel).
+fn check_mountpoint(mountpoint: &Path) -> binfmt_core::Result<()> {
+    let io = |error| binfmt_core::Error::io(mountpoint, error);
+    let refuse = |why: &str| io(std::io::Error::other(why.to_owned()));
+    let meta = std::fs::symlink_metadata(mountpoint).map_err(io)?;
+    if !meta.is_dir() {
+        return Err(refuse(
+            "not a directory: mount on an existing empty directory",
+        ));
+    }
+    let real = std::fs::canonicalize(mountpoint).map_err(io)?;
+    let mounted = std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|info| {
+        info.lines()
+            .any(|line| line.split(' ').nth(4) == real.to_str())
+    });
+    if mounted {
+        return Err(refuse("something is mounted there already"));
+    }
+    if std::fs::read_dir(mountpoint).map_err(io)?.next().is_some() {
+        return Err(refuse(
+            "not empty: a mount would hide what is there; mount on an empty directory",
+        ));
+    }
+    Ok(())
 }
 
 /// The user and group this process runs as (the owner of `/proc/self`),
