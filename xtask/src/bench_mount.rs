@@ -76,9 +76,10 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
                     mnt.display().to_string(),
                 ],
             }),
-            "cargo install --locked arcx --version 0.3.0 --features fuse --root target/interop/arcx-fuse \
-             (as of 2026-11 it does not compile: arcx 0.3.0's src/fuse_mount.rs implements a later fuser's \
-             `getattr`, with a file handle, while its Cargo.toml asks for fuser 0.14: error E0050)",
+            "not installed, and it cannot be: `cargo install --locked arcx --version 0.3.0 --features fuse` \
+             does not compile (arcx 0.3.0's src/fuse_mount.rs implements a later fuser's `getattr`, with a \
+             file handle, while its Cargo.toml asks for fuser 0.14: error E0050; the same without --locked); \
+             installed as target/interop/arcx-fuse/bin/arcx, it would be measured",
         ),
         (
             "taridx",
@@ -93,7 +94,7 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
                     mnt.display().to_string(),
                 ],
             }),
-            "python3 -m venv target/interop/ratarmount && target/interop/ratarmount/bin/pip install ratarmount==1.3.0",
+            "not installed: `python3 -m venv target/interop/ratarmount && target/interop/ratarmount/bin/pip install ratarmount==1.3.0` installs it",
         ),
     ];
     let operations: [(&str, Work); 3] = [
@@ -138,9 +139,7 @@ pub fn run(dir: &Path, arcx: &Path, report: &mut Report) -> Result<(), String> {
             report.limit(our_stats, limit);
         }
         if theirs.is_none() {
-            report.note(format!(
-                "{reference}: not installed; `{install}` installs it."
-            ));
+            report.note(format!("{reference}: not measured: {install}."));
         }
     }
     report.note(

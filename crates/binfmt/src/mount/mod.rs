@@ -164,6 +164,7 @@ fn check_mountpoint(mountpoint: &Path) -> binfmt_core::Result<()> {
         ));
     }
     let real = std::fs::canonicalize(mountpoint).map_err(io)?;
+    // The kernel's own table (a pseudo-file, not an input of the command).
     let mounted = std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|info| {
         info.lines()
             .any(|line| line.split(' ').nth(4) == real.to_str())
