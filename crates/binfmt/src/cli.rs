@@ -131,8 +131,8 @@ pub fn run(args: &[OsString]) -> u8 {
         Err(error) => {
             // The printer gate: whatever the message holds (a path from the
             // command line, a server's text), one escaped line without
-            // secrets.
-            eprintln!("binfmt: {}", binfmt_core::print::line(&error));
+            // secrets; never a panic when stderr is gone.
+            output::note(format_args!("binfmt: {error}"));
             output::Status::Failed.code()
         }
     }
