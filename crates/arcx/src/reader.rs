@@ -629,20 +629,24 @@ impl<'a, S: Source> FileReader<'a, S> {
         self.file
     }
 
+    /// The file's chunk `id`, from the manifest.
+    fn chunk(&self, id: u32) -> Result<ChunkRecord> {
+        self.archive
+            .manifest
+            .chunks()
+            .get(id as usize)
+            .copied()
+            .ok_or_else(|| ArcxError::NotFound {
+                path: self.file.path().to_string(),
+            })
+    }
+
     /// Moves to the next chunk, or checks the SHA-256 after the last one;
     /// returns whether there is more to read.
     fn advance(&mut self) -> Result<bool> {
         match self.chunks.next() {
             Some(&id) => {
-                let chunk = self
-                    .archive
-                    .manifest
-                    .chunks()
-                    .get(id as usize)
-                    .copied()
-                    .ok_or_else(|| ArcxError::NotFound {
-                        path: self.file.path().to_string(),
-                    })?;
+                let chunk = self.chunk(id)?;
                 self.current = self.archive.piece(chunk)?;
                 Ok(true)
             }
@@ -675,15 +679,7 @@ impl<S: Source> FileReader<'_, S> {
         let ids = self.file.chunk_ids();
         let mut start = 0u64;
         for (k, &id) in ids.iter().enumerate() {
-            let chunk = self
-                .archive
-                .manifest
-                .chunks()
-                .get(id as usize)
-                .copied()
-                .ok_or_else(|| ArcxError::NotFound {
-                    path: self.file.path().to_string(),
-                })?;
+            let chunk = self.chunk(id)?;
             let end = start + u64::from(chunk.size);
             if target < end {
                 self.chunks = ids.get(k + 1..).unwrap_or_default().iter();
