@@ -3,6 +3,13 @@
 //! credentials fail in one line before any work; an output is never one
 //! of the inputs, by URL or by ETag (spec/remote.md, "Writing").
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

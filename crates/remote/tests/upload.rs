@@ -2,6 +2,13 @@
 //! back into it, refusals of what it cannot do, and what an abandoned
 //! upload leaves (nothing).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use std::io::{Seek, SeekFrom, Write};
 use std::sync::Arc;
 
