@@ -150,3 +150,14 @@ def test_rename_stays_local_or_in_one_bucket(s3, tmp_path):
         binfmt.rename(str(tmp_path / "a"), f"{s3}/a")
     binfmt.rename(str(tmp_path / "a"), str(tmp_path / "b"))
     assert binfmt.list_prefix(tmp_path) == ["b"]
+
+
+def test_index_to_s3_publishes_the_fold(s3, tmp_path):
+    with taridx.ShardWriter(tmp_path, "train_", shard_samples=50) as writer:
+        for i in range(120):
+            writer.write(f"k{i:03}", {"txt": f"t{i}".encode()})
+    shards = sorted(str(tmp_path / name) for name, _, _ in writer.reports)
+    taridx.index(shards, f"{s3}/pub/all.taridx", key_rule="webdataset")
+    taridx.index(shards, tmp_path / "all.taridx", key_rule="webdataset")
+    assert _read_object(f"{s3}/pub/all.taridx") == (tmp_path / "all.taridx").read_bytes()
+    assert len(taridx.Dataset(f"{s3}/pub/all.taridx")) == 120
