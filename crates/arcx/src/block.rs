@@ -21,7 +21,7 @@ use crate::manifest::BlockRecord;
 
 /// The largest zstd window a streamed block may ask for (2^25 = 32 MiB);
 /// zstd's own levels 1–19 stay within 2^23.
-const MAX_WINDOW_LOG: u32 = 25;
+pub(crate) const MAX_WINDOW_LOG: u32 = 25;
 
 /// The largest decompression context kept for the next use: a fresh one
 /// (tables and a literal buffer) takes a small part of this; one that
@@ -52,18 +52,18 @@ impl std::ops::Deref for Decoded<'_> {
 }
 
 /// What one call of zstd's streaming decoder did.
-struct ZstdStep {
+pub(crate) struct ZstdStep {
     /// Input bytes consumed.
-    read: usize,
+    pub(crate) read: usize,
     /// Output bytes written.
-    written: usize,
+    pub(crate) written: usize,
     /// Whether the frame ended (the decoder's hint was 0).
-    frame_done: bool,
+    pub(crate) frame_done: bool,
 }
 
 /// Decodes what `input` holds into `out` with `context`, block `id`'s
 /// errors named as such.
-fn zstd_step(
+pub(crate) fn zstd_step(
     context: &mut zstd::zstd_safe::DCtx<'static>,
     input: &[u8],
     out: &mut [u8],
@@ -86,7 +86,7 @@ fn zstd_step(
     })
 }
 
-fn data_error(block: u32, why: impl Into<String>) -> ArcxError {
+pub(crate) fn data_error(block: u32, why: impl Into<String>) -> ArcxError {
     ArcxError::BlockData {
         block,
         why: why.into(),

@@ -2,6 +2,8 @@
 
 use std::io;
 
+use crate::merge::MergePart;
+
 /// `Result` with [`ArcxError`].
 pub type Result<T, E = ArcxError> = std::result::Result<T, E>;
 
@@ -125,6 +127,48 @@ pub enum ArcxError {
     /// More than the format can describe (a block over 4 GiB, 2^32 files).
     #[error("cannot pack: {0}")]
     TooLarge(&'static str),
+
+    /// A part of a merge that cannot be merged: which part, and why.
+    #[error("{part}: {source}")]
+    Part {
+        /// The part.
+        part: MergePart,
+        /// Why it is refused.
+        source: Box<ArcxError>,
+    },
+
+    /// A path that two parts of a merge both hold.
+    #[error("cannot merge: {path:?} is in {first} and in {second}")]
+    DuplicatePath {
+        /// The path.
+        path: String,
+        /// The earlier part holding it.
+        first: MergePart,
+        /// The later part holding it.
+        second: MergePart,
+    },
+
+    /// A part of another dialect, or packed with other settings, than the
+    /// archive a merge writes (inside [`ArcxError::Part`]).
+    #[error("its {setting} is {found}, the merged archive's is {expected}")]
+    MergeMismatch {
+        /// The setting: `dialect`, `chunk size`, `zstd level`, ...
+        setting: &'static str,
+        /// The merged archive's.
+        expected: String,
+        /// The part's.
+        found: String,
+    },
+
+    /// A merger used after a part failed while its blocks were copied: the
+    /// output holds some of them, so nothing more can be merged into it.
+    #[error("the merge stopped at {part}: {why}")]
+    MergeStopped {
+        /// The part that failed.
+        part: MergePart,
+        /// Its error.
+        why: String,
+    },
 
     /// A failure every format shares, or I/O.
     #[error(transparent)]

@@ -14,6 +14,8 @@
 //!   block, its SHA-256 checked at the end;
 //! - [`Packer`] writes to any `Write + Seek`; [`pack_dir`] packs a tree with
 //!   its modes, times, symlinks and empty directories;
+//! - [`merge`] and [`Merger`] join part archives into one, copying their
+//!   compressed blocks as stored (each checked on the way);
 //! - [`Archive::extract`] restores them, safely.
 //!
 //! ```
@@ -43,6 +45,7 @@ mod limits;
 mod listing;
 mod lookup;
 pub mod manifest;
+mod merge;
 mod reader;
 mod stored;
 mod tables;
@@ -55,6 +58,7 @@ pub use format::{Codec, Dialect, FOOTER_MAGIC, FOOTER_SIZE, HEADER_MAGIC, HEADER
 pub use limits::{Limits, OpenOptions};
 pub use listing::{ListSummary, Listed, Listing};
 pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
+pub use merge::{MergeOptions, MergePart, Merger, merge};
 pub use reader::{Archive, FileReader, OneFile, VerifySummary};
 pub use walk::{PackProgress, pack_dir, pack_dir_into};
 pub use writer::{PackOptions, PackSummary, Packer, Skipped};

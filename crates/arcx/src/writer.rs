@@ -29,7 +29,9 @@ use crate::format::{
     Codec, Dialect, FOOTER_MAGIC, Footer, HEADER_MAGIC, HEADER_SIZE, Header, MANIFEST_MAGIC,
     VERSION, crc32,
 };
-use crate::manifest::{Attributes, BlockRecord, ChunkRecord, Config, FileKind, ManifestBuilder};
+use crate::manifest::{
+    Attributes, BlockRecord, ChunkRecord, Config, FileKind, Manifest, ManifestBuilder,
+};
 
 /// Why the arcx-cli dialect leaves an empty directory out.
 pub(crate) const NO_CLI_DIRECTORY: &str = "an empty directory: the arcx-cli dialect holds regular files only (arcx 0.3.0 would extract it as an empty regular file)";
@@ -257,6 +259,20 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
     fn finish(mut self) -> Result<Written<W>> {
         self.send()?;
         self.join()
+    }
+}
+
+/// A block writer dropped unfinished (a packer given up on, or failed)
+/// waits for its thread, so the output it owns is dropped before the drop
+/// returns: an [`AtomicFile`]'s temporary file is gone, not left to vanish
+/// some time later.
+impl<W> Drop for BlockWriter<W> {
+    fn drop(&mut self) {
+        self.sender = None;
+        if let Some(thread) = self.thread.take() {
+            // Its result (the output, or why it stopped) is not wanted.
+            let _ = thread.join();
+        }
     }
 }
 
@@ -624,76 +640,7 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
             offset,
         } = self.blocks.finish()?;
         let manifest = self.manifest.finish(blocks);
-        let manifest_offset = offset;
-        let io = |error| ArcxError::Core(binfmt_core::Error::io("archive output", error));
-        let zstd = |bytes: &[u8]| zstd::bulk::compress(bytes, MANIFEST_LEVEL).map_err(io);
-        let files = u32::try_from(manifest.len())
-            .map_err(|_| ArcxError::TooLarge("more than 2^32 files"))?;
-        let (index_offset, footer, header_tail) = match self.options.dialect {
-            Dialect::Spec => {
-                let body = manifest.encode_spec_body().map_err(ArcxError::Manifest)?;
-                let region = [&MANIFEST_MAGIC[..], &zstd(&body)?].concat();
-                out.write_all(&region).map_err(io)?;
-                let footer = Footer {
-                    magic: FOOTER_MAGIC,
-                    manifest_offset: U64::new(manifest_offset),
-                    field_16: U64::new(region.len() as u64),
-                    field_24: U32::new(files),
-                    field_28: U32::new(crc32(&region)),
-                    field_32: U64::new(0),
-                };
-                (0, footer, false)
-            }
-            Dialect::ArcxCli => {
-                let raw = manifest.encode_cli_raw();
-                let compressed = zstd(&raw)?;
-                let region = if compressed.len() < raw.len() {
-                    [&[1u8][..], &compressed].concat()
-                } else {
-                    [&[0u8][..], &raw].concat()
-                };
-                let length = u32::try_from(region.len())
-                    .map_err(|_| ArcxError::TooLarge("a manifest over 4 GiB"))?;
-                // The manifest, then the copy the tool calls the index.
-                for _ in 0..2 {
-                    out.write_all(&length.to_le_bytes()).map_err(io)?;
-                    out.write_all(&region).map_err(io)?;
-                }
-                let index_offset = manifest_offset + 4 + region.len() as u64;
-                let footer = Footer {
-                    magic: FOOTER_MAGIC,
-                    manifest_offset: U64::new(manifest_offset),
-                    field_16: U64::new(index_offset),
-                    field_24: U32::new(0),
-                    field_28: U32::new(0),
-                    field_32: U64::new(0),
-                };
-                (index_offset, footer, true)
-            }
-        };
-        out.write_all(footer.as_bytes()).map_err(io)?;
-        let archive_size = out.stream_position().map_err(io)?;
-        let mut header = Header {
-            magic: HEADER_MAGIC,
-            version_major: U32::new(VERSION.0),
-            version_minor: U32::new(VERSION.1),
-            manifest_offset: U64::new(manifest_offset),
-            data_offset: U64::new(HEADER_SIZE as u64),
-            index_offset: U64::new(index_offset),
-            flags: U64::new(0),
-            creation_timestamp: U64::new(0),
-            tail_0: U64::new(0),
-            tail_1: U64::new(0),
-            tail_2: U64::new(0),
-        };
-        if header_tail {
-            header.tail_0 = U64::new((u64::from(VERSION.0) << 16) | u64::from(VERSION.1));
-            let crc = crc32(header.as_bytes().get(..72).unwrap_or_default());
-            header.tail_2 = U64::new(u64::from(crc));
-        }
-        out.seek(SeekFrom::Start(0)).map_err(io)?;
-        out.write_all(header.as_bytes()).map_err(io)?;
-        out.seek(SeekFrom::Start(archive_size)).map_err(io)?;
+        let archive_size = write_tail(&mut out, &manifest, self.options.dialect, offset)?;
         let summary = PackSummary {
             files: manifest.len() as u64,
             bytes_in: self.bytes_in,
@@ -703,6 +650,89 @@ impl<W: Write + Seek + Send + 'static> Packer<W> {
         };
         Ok((out, summary))
     }
+}
+
+/// Writes the manifest of `dialect` at `manifest_offset` (where the blocks
+/// end, the output's position), then the footer, then the header over the
+/// output's first 80 bytes; leaves the output at its end and returns the
+/// archive's size. What [`Packer::finish`] and [`crate::Merger::finish`]
+/// both end with.
+pub(crate) fn write_tail<W: Write + Seek>(
+    out: &mut W,
+    manifest: &Manifest,
+    dialect: Dialect,
+    manifest_offset: u64,
+) -> Result<u64> {
+    let io = |error| ArcxError::Core(binfmt_core::Error::io("archive output", error));
+    let zstd = |bytes: &[u8]| zstd::bulk::compress(bytes, MANIFEST_LEVEL).map_err(io);
+    let files =
+        u32::try_from(manifest.len()).map_err(|_| ArcxError::TooLarge("more than 2^32 files"))?;
+    let (index_offset, footer, header_tail) = match dialect {
+        Dialect::Spec => {
+            let body = manifest.encode_spec_body().map_err(ArcxError::Manifest)?;
+            let region = [&MANIFEST_MAGIC[..], &zstd(&body)?].concat();
+            out.write_all(&region).map_err(io)?;
+            let footer = Footer {
+                magic: FOOTER_MAGIC,
+                manifest_offset: U64::new(manifest_offset),
+                field_16: U64::new(region.len() as u64),
+                field_24: U32::new(files),
+                field_28: U32::new(crc32(&region)),
+                field_32: U64::new(0),
+            };
+            (0, footer, false)
+        }
+        Dialect::ArcxCli => {
+            let raw = manifest.encode_cli_raw();
+            let compressed = zstd(&raw)?;
+            let region = if compressed.len() < raw.len() {
+                [&[1u8][..], &compressed].concat()
+            } else {
+                [&[0u8][..], &raw].concat()
+            };
+            let length = u32::try_from(region.len())
+                .map_err(|_| ArcxError::TooLarge("a manifest over 4 GiB"))?;
+            // The manifest, then the copy the tool calls the index.
+            for _ in 0..2 {
+                out.write_all(&length.to_le_bytes()).map_err(io)?;
+                out.write_all(&region).map_err(io)?;
+            }
+            let index_offset = manifest_offset + 4 + region.len() as u64;
+            let footer = Footer {
+                magic: FOOTER_MAGIC,
+                manifest_offset: U64::new(manifest_offset),
+                field_16: U64::new(index_offset),
+                field_24: U32::new(0),
+                field_28: U32::new(0),
+                field_32: U64::new(0),
+            };
+            (index_offset, footer, true)
+        }
+    };
+    out.write_all(footer.as_bytes()).map_err(io)?;
+    let archive_size = out.stream_position().map_err(io)?;
+    let mut header = Header {
+        magic: HEADER_MAGIC,
+        version_major: U32::new(VERSION.0),
+        version_minor: U32::new(VERSION.1),
+        manifest_offset: U64::new(manifest_offset),
+        data_offset: U64::new(HEADER_SIZE as u64),
+        index_offset: U64::new(index_offset),
+        flags: U64::new(0),
+        creation_timestamp: U64::new(0),
+        tail_0: U64::new(0),
+        tail_1: U64::new(0),
+        tail_2: U64::new(0),
+    };
+    if header_tail {
+        header.tail_0 = U64::new((u64::from(VERSION.0) << 16) | u64::from(VERSION.1));
+        let crc = crc32(header.as_bytes().get(..72).unwrap_or_default());
+        header.tail_2 = U64::new(u64::from(crc));
+    }
+    out.seek(SeekFrom::Start(0)).map_err(io)?;
+    out.write_all(header.as_bytes()).map_err(io)?;
+    out.seek(SeekFrom::Start(archive_size)).map_err(io)?;
+    Ok(archive_size)
 }
 
 /// A small file read and hashed ahead of the packer, on another thread.

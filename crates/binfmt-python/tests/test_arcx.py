@@ -158,3 +158,222 @@ def test_archives_of_the_arcx_tool(tmp_path):
     ).stdout
     for name in files:
         assert name in listed
+
+
+# Writer and merge ---------------------------------------------------------
+
+
+def rows():
+    """Rows as a Ray dataset would hold them: (path, bytes, mode, mtime_ns);
+    small ones sharing blocks, an empty one, one over the 1 MiB chunk size."""
+    out = [
+        (f"rows/{i:03}.json", f'{{"i": {i}}}\n'.encode() * (i + 1), 0o600 + i % 8, 10**18 + i)
+        for i in range(60)
+    ]
+    out.insert(7, ("rows/empty", b"", 0o644, 0))
+    out.insert(30, ("big/noise.bin", os.urandom(1 << 16) * 24, 0o755, 5))
+    return out
+
+
+def write(path, rows, **options):
+    with arcx.Writer(path, **options) as writer:
+        for name, data, mode, mtime in rows:
+            assert writer.add(name, data, mode=mode, mtime_ns=mtime) == len(data)
+    assert writer.closed
+    return path
+
+
+def read_all(path):
+    archive = arcx.Archive(path)
+    return [(entry, archive.read(entry.name)) for entry in archive.entries()]
+
+
+def test_writer_round_trip(tmp_path):
+    data = rows()
+    out = tmp_path / "w.arcx"
+    with arcx.Writer(out, level=5, jobs=2) as writer:
+        for name, payload, mode, mtime in data:
+            writer.add(name, bytearray(payload), mode=mode, mtime_ns=mtime)
+        writer.add_directory("empty-dir", mode=0o700, mtime_ns=3)
+        assert not out.exists(), "the archive appears only when finished"
+        summary = writer.finish()
+    assert summary["files"] == len(data) + 1
+    assert summary["bytes"] == sum(len(payload) for _, payload, _, _ in data)
+    assert summary["archive_size"] == out.stat().st_size
+    assert summary["skipped"] == []
+    archive = arcx.Archive(out)
+    entries = {entry.name: entry for entry in archive.entries()}
+    for name, payload, mode, mtime in data:
+        assert archive.read(name) == payload
+        assert (entries[name].kind, entries[name].mode, entries[name].mtime_ns) == ("file", mode, mtime)
+    assert entries["empty-dir"][2:] == ("directory", 0o700, 3)
+    assert archive.verify()["files"] == len(data) + 1
+    # Defaults: 0o644 for files, 0o755 for directories, time 0.
+    with arcx.Writer(tmp_path / "d.arcx") as writer:
+        writer.add("f", b"x")
+        writer.add_directory("d")
+    assert [e[2:] for e in arcx.Archive(tmp_path / "d.arcx").entries()] == [
+        ("file", 0o644, 0),
+        ("directory", 0o755, 0),
+    ]
+    with pytest.raises(ValueError):
+        writer.add("late", b"x")
+
+
+def test_writer_same_bytes_as_a_second_writer(tmp_path):
+    data = rows()
+    a = write(tmp_path / "a.arcx", data, jobs=1)
+    b = write(tmp_path / "b.arcx", data, jobs=3)
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_an_exception_inside_with_leaves_nothing(tmp_path):
+    out = tmp_path / "broken.arcx"
+    with pytest.raises(RuntimeError):
+        with arcx.Writer(out) as writer:
+            writer.add("a", b"alpha")
+            raise RuntimeError("the task failed")
+    assert writer.closed
+    assert list(tmp_path.iterdir()) == []
+    # An existing file at the location stays as it was.
+    out.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with arcx.Writer(out) as writer:
+            writer.add("a", b"alpha")
+            raise RuntimeError("again")
+    assert out.read_bytes() == b"old"
+    assert list(tmp_path.iterdir()) == [out]
+
+
+def test_writer_refuses_bad_and_repeated_paths(tmp_path):
+    with arcx.Writer(tmp_path / "x.arcx") as writer:
+        writer.add("a", b"1")
+        with pytest.raises(ValueError, match="added twice"):
+            writer.add("a", b"2")
+        for bad in ["", "/abs", "a/../b", "dir/"]:
+            with pytest.raises(ValueError):
+                writer.add(bad, b"x")
+    assert arcx.Archive(tmp_path / "x.arcx").read("a") == b"1"
+    with arcx.Writer(tmp_path / "cli.arcx", dialect="arcx-cli") as writer:
+        with pytest.raises(ValueError):
+            writer.add_directory("d")
+    with pytest.raises(ValueError):
+        arcx.Writer(tmp_path / "y.arcx", dialect="zip")
+    # http(s):// takes no uploads (s3:// does: test_s3_writes.py).
+    with pytest.raises((ValueError, binfmt.BinfmtError)) as error:
+        arcx.Writer("https://user:hunter2-writer@127.0.0.1:9/out.arcx")
+    assert "hunter2-writer" not in str(error.value)
+
+
+def test_writer_locations_go_through_the_output_gate(tmp_path):
+    fifo = tmp_path / "fifo.arcx"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="FIFO"):
+        arcx.Writer(fifo)
+    with pytest.raises(OSError, match="a directory is there"):
+        arcx.Writer(tmp_path)
+    # A symlink at the location is replaced, never followed.
+    target = tmp_path / "target.txt"
+    target.write_bytes(b"keep")
+    link = tmp_path / "link.arcx"
+    link.symlink_to(target)
+    with arcx.Writer(link) as writer:
+        writer.add("a", b"alpha")
+    assert target.read_bytes() == b"keep"
+    assert not link.is_symlink() and arcx.Archive(link).read("a") == b"alpha"
+
+
+@pytest.mark.parametrize("dialect", ["spec", "arcx-cli"])
+@pytest.mark.parametrize("count", [1, 2, 5])
+def test_merge_equals_one_writer(tmp_path, dialect, count):
+    data = rows()
+    whole = write(tmp_path / "whole.arcx", data, dialect=dialect)
+    per = -(-len(data) // count)
+    parts = [
+        write(tmp_path / f"part-{k}.arcx", data[k * per : (k + 1) * per], dialect=dialect)
+        for k in range(count)
+    ]
+    out = tmp_path / "merged.arcx"
+    summary = arcx.merge(parts, out)
+    assert summary["files"] == len(data)
+    assert summary["archive_size"] == out.stat().st_size
+    assert read_all(out) == read_all(whole)
+    merged = arcx.Archive(out)
+    assert merged.dialect == dialect
+    assert merged.verify()["files"] == len(data)
+    assert summary["blocks"] == sum(arcx.Archive(p).block_count for p in parts)
+    # Deterministic: the same parts give the same bytes.
+    again = tmp_path / "again.arcx"
+    arcx.merge([str(p) for p in parts], again)
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_merge_of_nothing_is_an_empty_archive(tmp_path):
+    out = tmp_path / "empty.arcx"
+    assert arcx.merge([], out)["files"] == 0
+    archive = arcx.Archive(out)
+    assert len(archive) == 0 and archive.dialect == "spec"
+    archive.verify()
+    arcx.merge([], tmp_path / "cli.arcx", dialect="arcx-cli")
+    assert arcx.Archive(tmp_path / "cli.arcx").dialect == "arcx-cli"
+
+
+def test_merge_refuses_a_path_in_two_parts(tmp_path):
+    a = write(tmp_path / "a.arcx", [("x/same", b"1", 0o644, 0), ("x/a", b"a", 0o644, 0)])
+    b = write(tmp_path / "b.arcx", [("x/b", b"b", 0o644, 0)])
+    c = write(tmp_path / "c.arcx", [("x/same", b"2", 0o644, 0)])
+    out = tmp_path / "merged.arcx"
+    with pytest.raises(binfmt.BinfmtError) as error:
+        arcx.merge([a, b, c], out)
+    message = str(error.value)
+    assert "x/same" in message and "a.arcx" in message and "c.arcx" in message
+    assert "part 0" in message and "part 2" in message
+    assert not out.exists()
+    with pytest.raises(TypeError):
+        arcx.merge(str(a), out)
+
+
+def test_merge_refuses_a_corrupt_part_and_an_output_that_is_a_part(tmp_path):
+    a = write(tmp_path / "a.arcx", rows()[:10])
+    b = write(tmp_path / "b.arcx", rows()[10:20])
+    data = bytearray(b.read_bytes())
+    data[80 + 4 + 8] ^= 0x10  # inside the first block's stored bytes
+    b.write_bytes(bytes(data))
+    out = tmp_path / "merged.arcx"
+    with pytest.raises(binfmt.BinfmtError, match=r"part 1 \(.*b\.arcx\).*checksum"):
+        arcx.merge([a, b], out)
+    assert not out.exists()
+    before = a.read_bytes()
+    with pytest.raises(binfmt.BinfmtError, match="never writes its output over what it reads"):
+        arcx.merge([a], a)
+    assert a.read_bytes() == before
+
+
+def test_entry_blocks_plan_reads_without_data(tmp_path):
+    data = rows()
+    out = tmp_path / "w.arcx"
+    with arcx.Writer(out) as writer:
+        for name, payload, mode, mtime in data:
+            writer.add(name, payload, mode=mode, mtime_ns=mtime)
+        writer.add_directory("dir")
+    archive = arcx.Archive(out)
+    blocks = archive.entry_blocks()
+    assert len(blocks) == len(archive) and blocks[-1] is None
+    ids = [b for b in blocks if b is not None]
+    assert set(ids) <= set(range(archive.block_count))
+    # Small entries share blocks, which never go back along the entries;
+    # the large entry's blocks are its own.
+    names = archive.names()
+    big = names.index("big/noise.bin")
+    small = [b for i, b in enumerate(ids) if i != big]
+    assert small == sorted(small) and len(set(small)) < len(small)
+    assert blocks[big] not in small
+    # Merged parts: each part's blocks after the previous part's.
+    parts = [write(tmp_path / f"p{k}.arcx", data[k * 20 : (k + 1) * 20]) for k in range(3)]
+    arcx.merge(parts, tmp_path / "m.arcx")
+    merged = arcx.Archive(tmp_path / "m.arcx").entry_blocks()
+    offset, expected = 0, []
+    for part in parts:
+        expected += [b + offset for b in arcx.Archive(part).entry_blocks()]
+        offset += arcx.Archive(part).block_count
+    assert merged == expected

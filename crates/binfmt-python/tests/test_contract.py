@@ -39,6 +39,7 @@ TABLE = {
     "binfmt.convert": ("arcx", True, "binfmt.convert(path, out, 'kast')"),
     "binfmt.arcx.Archive": ("arcx", False, "binfmt.arcx.Archive(path).names()"),
     "binfmt.arcx.pack": ("dir", True, "print(binfmt.arcx.pack(path, out))"),
+    "binfmt.arcx.merge": ("arcx", True, "print(binfmt.arcx.merge([path], out))"),
     "binfmt.par4.open": ("par4", False, "dict(binfmt.par4.open(path).map())"),
     "binfmt.par4.File": ("par4", False, "binfmt.par4.File(path).verify()"),
     "binfmt.taridx.index": ("tar", True, "binfmt.taridx.index([path], out)"),
@@ -59,6 +60,10 @@ TABLE = {
 NOT_FILE_ENTRY_POINTS = {
     "binfmt.Entries", "binfmt.Entry", "binfmt.BinfmtError",
     "binfmt.arcx.ArchiveEntry", "binfmt.arcx.open",
+    # Reads no file: its location is only written, through the output gate
+    # (a FIFO, device or directory refused; a symlink replaced, never
+    # followed), tested in test_arcx.py.
+    "binfmt.arcx.Writer",
     "binfmt.par4.LazyMap",
     "binfmt.taridx.Sampler",
     "binfmt.kastore.loads", "binfmt.kastore.dumps", "binfmt.kastore.get_include",

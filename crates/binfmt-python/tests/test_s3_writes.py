@@ -161,3 +161,29 @@ def test_index_to_s3_publishes_the_fold(s3, tmp_path):
     taridx.index(shards, tmp_path / "all.taridx", key_rule="webdataset")
     assert _read_object(f"{s3}/pub/all.taridx") == (tmp_path / "all.taridx").read_bytes()
     assert len(taridx.Dataset(f"{s3}/pub/all.taridx")) == 120
+
+
+def test_arcx_writer_and_merge_write_to_s3(s3, tmp_path):
+    rows = [(f"d/f{i:03}.txt", f"row {i}\n".encode() * 40) for i in range(200)]
+    rows.append(("big.bin", np.random.default_rng(3).bytes(20 << 20)))
+    for location in (str(tmp_path / "w.arcx"), f"{s3}/w.arcx"):
+        with binfmt.arcx.Writer(location) as writer:
+            for name, data in rows:
+                writer.add(name, data)
+    assert _read_object(f"{s3}/w.arcx") == (tmp_path / "w.arcx").read_bytes()
+    halves = (rows[:100], rows[100:])
+    for i, half in enumerate(halves):
+        with binfmt.arcx.Writer(f"{s3}/part-{i}.arcx") as writer:
+            for name, data in half:
+                writer.add(name, data)
+    binfmt.arcx.merge([f"{s3}/part-0.arcx", f"{s3}/part-1.arcx"], f"{s3}/merged.arcx")
+    merged = binfmt.arcx.Archive(f"{s3}/merged.arcx")
+    assert merged.names() == [name for name, _ in rows]
+    assert merged.read("big.bin") == rows[-1][1]
+    with pytest.raises(binfmt.BinfmtError, match="never writes its output over"):
+        binfmt.arcx.merge([f"{s3}/part-0.arcx"], f"{s3}/part-0.arcx")
+    with pytest.raises(RuntimeError):
+        with binfmt.arcx.Writer(f"{s3}/aborted.arcx") as writer:
+            writer.add("big.bin", rows[-1][1])
+            raise RuntimeError("stop")
+    assert "aborted.arcx" not in binfmt.list_prefix(s3)

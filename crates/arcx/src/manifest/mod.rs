@@ -389,6 +389,11 @@ impl ManifestBuilder {
         Ok(id)
     }
 
+    /// The settings the manifest records.
+    pub(crate) fn config(&self) -> &Config {
+        &self.manifest.config
+    }
+
     /// The number of files added so far (the next file's id).
     pub(crate) fn file_count(&self) -> u32 {
         self.manifest.files.len() as u32
