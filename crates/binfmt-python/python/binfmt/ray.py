@@ -472,13 +472,9 @@ class TaridxDatasink(Datasink):
         return [name for name in names if name in own or shard.match(name)]
 
     def on_write_start(self, schema: Optional[pa.Schema] = None) -> None:
-        if schema is not None:
-            _extension_columns(schema.names)
-            if "__key__" not in schema.names:
-                raise ValueError(
-                    f"writing {self.location}: the dataset has no __key__ column "
-                    f"(its columns: {schema.names})"
-                )
+        # `schema` is that of the write operator's first input, which may be
+        # the input of a map fused with the write: columns are checked in
+        # the tasks, on the blocks they write.
         self._start()
 
     def _start(self) -> None:
@@ -825,13 +821,9 @@ class ArcxDatasink(Datasink):
         return "WriteArcx"
 
     def on_write_start(self, schema: Optional[pa.Schema] = None) -> None:
-        if schema is not None:
-            missing = {"path", "bytes"} - set(schema.names)
-            if missing:
-                raise ValueError(
-                    f"writing {self.location}: the dataset has no {sorted(missing)} column "
-                    f"(its columns: {schema.names})"
-                )
+        # `schema` is that of the write operator's first input, which may be
+        # the input of a map fused with the write: columns are checked in
+        # the tasks, on the blocks they write.
         self._start()
 
     def _start(self) -> None:
@@ -854,6 +846,12 @@ class ArcxDatasink(Datasink):
             if table.num_rows == 0:
                 continue
             names = table.column_names
+            missing = {"path", "bytes"} - set(names)
+            if missing:
+                raise ValueError(
+                    f"writing {self.location}: a block has no {sorted(missing)} column "
+                    f"(its columns: {names})"
+                )
             path_column = table.column("path").to_pylist()
             data_column = table.column("bytes").to_pylist()
             modes = table.column("mode").to_pylist() if "mode" in names else None
