@@ -361,8 +361,18 @@ def test_read_arcx_equals_extract(arcx_corpus, rayd, tmp_path):
     out = tmp_path / "extracted"
     binfmt.arcx.Archive(arcx_corpus).extract(out)
     files = [entry for entry in binfmt.arcx.Archive(arcx_corpus).entries() if entry.kind == "file"]
+    # Planned from the manifest: runs of about 200 MB / 8, a file never
+    # split, cut only between files starting in different blocks.
     source = binfmt.ray.ArcxDatasource(str(arcx_corpus))
-    assert len(source.get_read_tasks(8)) >= 8
+    tasks = source.get_read_tasks(8)
+    assert len(tasks) >= 5 and sum(task.metadata.num_rows for task in tasks) == len(files)
+    blocks = binfmt.arcx.Archive(arcx_corpus).entry_blocks()
+    kinds = [entry.kind for entry in binfmt.arcx.Archive(arcx_corpus).entries()]
+    file_blocks = [block for block, kind in zip(blocks, kinds) if kind == "file"]
+    first = 0
+    for task in tasks[:-1]:
+        first += task.metadata.num_rows
+        assert file_blocks[first] != file_blocks[first - 1]
     seen = 0
     ds = binfmt.ray.read_arcx(str(arcx_corpus))
     for batch in ds.iter_batches(batch_size=512, batch_format="pyarrow"):
