@@ -175,6 +175,57 @@ pub mod interop {
                 .unwrap_or_else(|error| panic!("putting {key}: {error}"));
         }
 
+        /// The object at `key` in the test bucket, or `None` when there is
+        /// none.
+        pub fn s3_get(&self, key: &str) -> Option<Vec<u8>> {
+            use object_store::ObjectStoreExt;
+            let store = object_store::aws::AmazonS3Builder::new()
+                .with_endpoint(&self.s3_endpoint)
+                .with_bucket_name(&self.s3_bucket)
+                .with_access_key_id(&self.s3_access_key_id)
+                .with_secret_access_key(&self.s3_secret_access_key)
+                .with_region(&self.s3_region)
+                .with_allow_http(true)
+                .build()
+                .unwrap_or_else(|error| panic!("S3 client: {error}"));
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap_or_else(|error| panic!("tokio: {error}"));
+            runtime.block_on(async {
+                match store.get(&object_store::path::Path::from(key)).await {
+                    Ok(result) => Some(result.bytes().await.ok()?.to_vec()),
+                    Err(object_store::Error::NotFound { .. }) => None,
+                    Err(error) => panic!("getting {key}: {error}"),
+                }
+            })
+        }
+
+        /// The keys of the multipart uploads in progress under `prefix`
+        /// (S3's ListMultipartUploads, signed by curl).
+        pub fn s3_uploads_in_progress(&self, prefix: &str) -> Vec<String> {
+            let output = std::process::Command::new("curl")
+                .args([
+                    "-fsS",
+                    "--aws-sigv4",
+                    &format!("aws:amz:{}:s3", self.s3_region),
+                    "--user",
+                    &format!("{}:{}", self.s3_access_key_id, self.s3_secret_access_key),
+                    &format!(
+                        "{}/{}/?uploads=&prefix={prefix}",
+                        self.s3_endpoint, self.s3_bucket
+                    ),
+                ])
+                .output()
+                .unwrap_or_else(|error| panic!("curl: {error}"));
+            assert!(output.status.success(), "listing uploads: {output:?}");
+            let text = String::from_utf8_lossy(&output.stdout);
+            text.split("<Key>")
+                .skip(1)
+                .filter_map(|rest| rest.split_once("</Key>").map(|(key, _)| key.to_owned()))
+                .collect()
+        }
+
         /// The standard AWS variables a process needs to read `s3://` URLs
         /// of the test bucket, signing with `secret`.
         pub fn s3_env(&self, secret: &str) -> Vec<(&'static str, String)> {

@@ -56,5 +56,5 @@ pub use limits::{Limits, OpenOptions};
 pub use listing::{ListSummary, Listed, Listing};
 pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
 pub use reader::{Archive, FileReader, OneFile, VerifySummary};
-pub use walk::{PackProgress, pack_dir};
+pub use walk::{PackProgress, pack_dir, pack_dir_into};
 pub use writer::{PackOptions, PackSummary, Packer, Skipped};

@@ -16,7 +16,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use binfmt_core::{AtomicFile, FileSource, SourceExt};
+use binfmt_core::{AtomicFile, Destination, FileSource, SourceExt};
 use rayon::prelude::*;
 
 use crate::error::{ArcxError, Result};
@@ -244,9 +244,33 @@ pub fn pack_dir(
     dir: impl AsRef<Path>,
     destination: impl AsRef<Path>,
     options: PackOptions,
+    progress: impl FnMut(PackProgress),
+) -> Result<PackSummary> {
+    let destination = destination.as_ref();
+    let existing = fs::metadata(destination).ok();
+    pack_dir_into(
+        dir,
+        || Ok(Box::new(AtomicFile::create(destination)?)),
+        destination,
+        existing.as_ref(),
+        options,
+        progress,
+    )
+}
+
+/// [`pack_dir`] into any destination (a local file, an S3 upload) that
+/// `create` starts once the tree is walked; `shown` names it and
+/// `existing` is what is at it now when it is local (a file inside the
+/// tree is then never packed into itself).
+pub fn pack_dir_into(
+    dir: impl AsRef<Path>,
+    create: impl FnOnce() -> Result<Box<dyn Destination>>,
+    shown: &Path,
+    existing: Option<&fs::Metadata>,
+    options: PackOptions,
     mut progress: impl FnMut(PackProgress),
 ) -> Result<PackSummary> {
-    let (dir, destination) = (dir.as_ref(), destination.as_ref());
+    let (dir, destination) = (dir.as_ref(), shown);
     let block_size = options.block_size;
     let pool = match options.jobs {
         Some(jobs) => Some(
@@ -259,10 +283,9 @@ pub fn pack_dir(
         ),
         None => None,
     };
-    let existing = fs::metadata(destination).ok();
     let mut walk = match &pool {
-        Some(pool) => pool.install(|| walk(dir, existing.as_ref())),
-        None => walk(dir, existing.as_ref()),
+        Some(pool) => pool.install(|| walk(dir, existing)),
+        None => walk(dir, existing),
     }?;
     if let Some(input) = walk.skipped.iter().find(|s| s.why == DESTINATION_IN_TREE) {
         return Err(binfmt_core::Error::OutputIsInput {
@@ -278,12 +301,12 @@ pub fn pack_dir(
         entries: walk.found.len() as u64,
         bytes: walk.found.iter().map(|found| found.size).sum(),
     });
-    let mut packer = Packer::new(AtomicFile::create(destination)?, options)?;
+    let mut packer = Packer::new(create()?, options)?;
     // Small files are read and hashed on every core a window ahead of the
     // packer, which only copies them into shared blocks (while the next
     // window is read); large files, symlinks and directories go through
     // the packer one by one.
-    let small_window = |packer: &Packer<AtomicFile>, found: &[Found]| {
+    let small_window = |packer: &Packer<Box<dyn Destination>>, found: &[Found]| {
         found
             .iter()
             .take(READ_AHEAD_FILES)
@@ -329,7 +352,8 @@ pub fn pack_dir(
         read_ahead = next_read;
         rest = after;
     }
-    let mut summary = packer.commit()?;
+    let (out, mut summary) = packer.finish()?;
+    out.commit()?;
     summary.skipped = walk.skipped;
     Ok(summary)
 }

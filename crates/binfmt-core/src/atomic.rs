@@ -258,6 +258,9 @@ pub fn same_file(a: impl AsRef<Path>, b: impl AsRef<Path>) -> bool {
 #[derive(Debug, Default)]
 pub struct Inputs {
     by_identity: std::collections::HashMap<(u64, u64), std::path::PathBuf>,
+    /// Remote inputs: the URL (as the remote crate normalises it) and the
+    /// ETag of the version read, when the server gave one.
+    remote: Vec<(String, Option<String>)>,
 }
 
 impl Inputs {
@@ -268,7 +271,27 @@ impl Inputs {
             .iter()
             .filter_map(|path| Some((identity(path.as_ref())?, path.as_ref().to_path_buf())))
             .collect();
-        Self { by_identity }
+        Self {
+            by_identity,
+            remote: Vec::new(),
+        }
+    }
+
+    /// Adds a remote input: its `url` (normalised, without credentials) and
+    /// the ETag of the version read.
+    pub fn add_remote(&mut self, url: &str, etag: Option<&str>) {
+        self.remote.push((url.to_owned(), etag.map(str::to_owned)));
+    }
+
+    /// The remote input an output at `url` would replace: the same URL, or
+    /// an object whose ETag (`etag`, what is at `url` now) is an input's.
+    pub fn remote_named_by(&self, url: &str, etag: Option<&str>) -> Option<&str> {
+        self.remote
+            .iter()
+            .find(|(input, input_etag)| {
+                input == url || (etag.is_some() && input_etag.as_deref() == etag)
+            })
+            .map(|(input, _)| input.as_str())
     }
 
     /// Adds `path` to the inputs (when it exists).

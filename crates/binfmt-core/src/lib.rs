@@ -44,6 +44,7 @@ pub mod atomic;
 pub mod carry;
 pub mod cursor;
 #[cfg(unix)]
+pub mod destination;
 pub mod dir;
 pub mod error;
 pub mod extract;
@@ -59,6 +60,7 @@ pub mod varint;
 
 pub use atomic::{AtomicFile, Inputs, same_file};
 pub use cursor::ByteReader;
+pub use destination::{Destination, LocalDir, OutputDir};
 pub use error::{Error, IoResultExt, Result, ResultExt, What};
 pub use range_reader::{RangeReader, SourceRange};
 pub use source::SourceExt;

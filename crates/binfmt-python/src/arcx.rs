@@ -238,8 +238,11 @@ fn arcx_pack<'py>(
         .dialect(dialect)
         .level(level)
         .jobs(jobs);
-    let summary = crate::remote::detach(py, || binfmt_arcx::pack_dir(&dir, &out, options, |_| {}))?
-        .map_err(arcx_error)?;
+    let remote = remote::open_options().remote;
+    let summary = crate::remote::detach(py, || {
+        binfmt::outputs::pack_arcx_dir(&dir, &out, options, &remote, |_| {})
+    })?
+    .map_err(|error| errors::binfmt(&error))?;
     let dict = PyDict::new(py);
     dict.set_item("files", summary.files)?;
     dict.set_item("bytes", summary.bytes_in)?;

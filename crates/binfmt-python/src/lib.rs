@@ -41,6 +41,7 @@ pub mod pyio;
 pub mod remote;
 pub mod sampler;
 pub mod taridx;
+pub mod writers;
 
 /// The module `binfmt._binfmt`.
 #[pymodule]
@@ -55,5 +56,6 @@ fn binfmt_python(module: &Bound<'_, PyModule>) -> PyResult<()> {
     taridx::register(module)?;
     par4::register(module)?;
     remote::register(module)?;
+    writers::register(module)?;
     Ok(())
 }

@@ -102,7 +102,31 @@ fn parse(args: &[OsString]) -> Cli {
 
 /// Runs the command on this process's arguments.
 pub fn main() -> ExitCode {
-    ExitCode::from(run(&std::env::args_os().collect::<Vec<_>>()))
+    let args: Vec<OsString> = std::env::args_os().collect();
+    // `mount` answers signals itself (it unmounts first).
+    if args.get(1).is_none_or(|command| command != "mount") {
+        abort_uploads_on_signals();
+    }
+    ExitCode::from(run(&args))
+}
+
+/// On SIGINT, SIGTERM or SIGHUP, aborts the S3 uploads in progress before
+/// the signal takes its default course: what a killed writer wrote never
+/// appears, and no incomplete upload is left behind.
+fn abort_uploads_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("binfmt-signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                binfmt_remote::abort_uploads();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        });
 }
 
 /// Runs the command on `args` (the program's name first) and returns its

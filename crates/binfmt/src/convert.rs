@@ -105,12 +105,27 @@ pub fn convert_source(
     options: &ConvertOptions,
     progress: &dyn Fn(u64, u64),
 ) -> Result<ConvertSummary> {
-    let output = output.as_ref();
+    let output = crate::outputs::Output::open(
+        output,
+        std::sync::Arc::new(crate::outputs::gate_inputs(source)),
+        &binfmt_remote::RemoteOptions::default(),
+    )?;
+    convert_source_to(source, &output, to, options, progress)
+}
+
+/// Converts an opened source into `output` (a local file or an S3
+/// object, opened with [`crate::outputs::Output::open`] over the
+/// source's [`crate::outputs::gate_inputs`]).
+pub fn convert_source_to(
+    source: &dyn EntrySource,
+    output: &crate::outputs::Output,
+    to: Format,
+    options: &ConvertOptions,
+    progress: &dyn Fn(u64, u64),
+) -> Result<ConvertSummary> {
     // The output gate: never over the file read, nor (a TARIDX fold) over
-    // one of its shards; by device and inode.
-    binfmt_core::Inputs::new(&source.inputs())
-        .check(output)
-        .in_file(source.file())?;
+    // one of its shards; by device and inode, or by URL and ETag.
+    output.dir.check(&output.name).in_file(source.file())?;
     let listed = source.list_to_read()?;
     check_names_carry(source.file(), &listed)?;
     let (entries, skipped): (Vec<Entry>, Vec<Entry>) =
@@ -139,7 +154,7 @@ pub fn convert_source(
         progress,
         ahead: Prefetch::new(source, &entries),
     };
-    let output_name = output.display().to_string();
+    let output_name = output.shown().display().to_string();
     let Some(sink) = crate::formats::sink(to) else {
         return Err(Error::Unsupported {
             file: output_name,

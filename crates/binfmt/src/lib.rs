@@ -34,6 +34,7 @@ pub mod formats;
 pub mod mount;
 pub mod origin;
 mod output;
+pub mod outputs;
 pub mod seekable;
 mod sink;
 pub mod sniff;

@@ -100,7 +100,7 @@ pub(crate) trait EntrySink: Sync {
         input: &Input<'_>,
         entries: &[Entry],
         types: &Types,
-        output: &Path,
+        output: &crate::outputs::Output,
         options: &ConvertOptions,
     ) -> Result<(Vec<PathBuf>, Written)>;
 }

@@ -329,16 +329,21 @@ impl<'a> Writer<'a> {
     /// Writes the file to `path` atomically: the file appears complete or
     /// not at all.
     pub fn write_file(&self, path: impl AsRef<Path>) -> Result<u64> {
-        let path = path.as_ref();
-        let mut file = AtomicFile::create(path)?;
-        let size = self.write_to(&mut file).map_err(|error| match error {
+        self.write_destination(Box::new(AtomicFile::create(path)?))
+    }
+
+    /// Writes the file to `out` (a local file, an S3 upload) and commits
+    /// it: it appears complete or not at all.
+    pub fn write_destination(&self, mut out: Box<dyn binfmt_core::Destination>) -> Result<u64> {
+        let location = out.location();
+        let size = self.write_to(&mut out).map_err(|error| match error {
             KastError::Core(binfmt_core::Error::Io { source, .. }) => {
-                binfmt_core::Error::io(path, source).into()
+                binfmt_core::Error::io(&location, source).into()
             }
             other => other,
         })?;
-        file.flush().with_path(path)?;
-        file.commit()?;
+        out.flush().with_path(Path::new(&location))?;
+        out.commit()?;
         Ok(size)
     }
 }

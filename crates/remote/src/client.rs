@@ -22,6 +22,7 @@ use object_store::client::{
     HttpResponseBody, HttpService, ReqwestConnector,
 };
 use object_store::http::HttpBuilder;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path as StorePath;
 use object_store::{
     BackoffConfig, ClientConfigKey, ClientOptions, GetOptions, GetRange, ObjectMeta, ObjectStore,
@@ -323,6 +324,9 @@ impl Drop for Driver {
 pub(crate) struct Family {
     runtime: Driver,
     store: Arc<dyn ObjectStore>,
+    /// The same store's multipart API (S3 only), for uploads whose first
+    /// part is sent last.
+    multipart: Option<Arc<object_store::aws::AmazonS3>>,
     scheme: Scheme,
     base: String,
     counters: Arc<Counters>,
@@ -372,6 +376,7 @@ impl Family {
         if !location.base.starts_with("http://") {
             crate::env::check_tls(std::env::vars_os()).map_err(setup)?;
         }
+        let mut multipart = None;
         let store: Arc<dyn ObjectStore> = match location.scheme {
             Scheme::Http => Arc::new(
                 HttpBuilder::new()
@@ -432,7 +437,9 @@ impl Family {
                         &options.s3_settings,
                     ))
                 })?;
-                Arc::new(store)
+                let store = Arc::new(store);
+                multipart = Some(Arc::clone(&store));
+                store
             }
         };
         let disk = match &options.cache_dir {
@@ -442,6 +449,7 @@ impl Family {
         Ok(Self {
             runtime: Driver(Some(runtime)),
             store,
+            multipart,
             scheme: location.scheme,
             base: location.base.clone(),
             counters,
@@ -549,6 +557,44 @@ impl Family {
             })),
             Err(error) => Err(classify(location, self.scheme, error, &exchanges, pin)),
         }
+    }
+
+    /// Runs one operation of `store` (retries included, at most
+    /// [`MAX_REQUESTS_PER_OPERATION`] requests), its failure told apart by
+    /// what the server answered. `what` names it in a message.
+    pub async fn operation<T>(
+        &self,
+        location: &Location,
+        what: &str,
+        future: impl Future<Output = object_store::Result<T>>,
+    ) -> Result<T> {
+        let exchanges = Arc::new(Mutex::new(Vec::new()));
+        let outcome = EXCHANGES.scope(Arc::clone(&exchanges), future).await;
+        outcome.map_err(|error| {
+            match classify(location, self.scheme, error, &lock(&exchanges), None) {
+                Failure::Error(error) => error,
+                Failure::RangesIgnored | Failure::NotSatisfiable => RemoteError::Request {
+                    url: location.display.clone(),
+                    message: format!("{what} failed"),
+                },
+            }
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The store's multipart API, or why there is none (plain HTTP).
+    pub fn multipart(&self, location: &Location) -> Result<Arc<dyn MultipartStore>> {
+        self.multipart
+            .as_ref()
+            .map(|store| Arc::clone(store) as Arc<dyn MultipartStore>)
+            .ok_or_else(|| RemoteError::Unsupported {
+                url: location.display.clone(),
+                what: "plain HTTP cannot be written to: write to s3:// or a local path".into(),
+            })
     }
 
     /// HEAD: the object's size and version.

@@ -124,6 +124,16 @@ pub enum RemoteError {
         message: String,
     },
 
+    /// An output would replace one of the command's inputs (the same
+    /// object by URL, or by ETag).
+    #[error("{url}: is {input}, an input: binfmt never writes its output over what it reads")]
+    OutputIsInput {
+        /// The output's URL.
+        url: String,
+        /// The input it is.
+        input: String,
+    },
+
     /// The on-disk cache directory cannot be used.
     #[error("cache directory {}: {source}", path.display())]
     CacheDir {
@@ -148,7 +158,8 @@ impl RemoteError {
             | Self::WholeObjectTooLarge { url, .. }
             | Self::Unsupported { url, .. }
             | Self::Request { url, .. }
-            | Self::Setup { url, .. } => url.clone(),
+            | Self::Setup { url, .. }
+            | Self::OutputIsInput { url, .. } => url.clone(),
             Self::CacheDir { path, .. } => path.display().to_string(),
         }
     }
@@ -172,6 +183,7 @@ impl RemoteError {
             Self::ShortBody { .. } => io::ErrorKind::UnexpectedEof,
             Self::InvalidUrl { .. } => io::ErrorKind::InvalidInput,
             Self::Unsupported { .. } => io::ErrorKind::Unsupported,
+            Self::OutputIsInput { .. } => io::ErrorKind::AlreadyExists,
             _ => io::ErrorKind::Other,
         }
     }

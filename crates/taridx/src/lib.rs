@@ -52,6 +52,7 @@ mod places;
 mod sample_writer;
 mod shard_list;
 mod shard_patterns;
+mod shard_reports;
 pub mod shards;
 pub mod tar;
 mod tar_problem;
@@ -69,11 +70,12 @@ pub use index::Index;
 pub use keys::{KeyAndExtension, KeyRule, keyhash};
 pub use member::{MemberInfo, MemberReader};
 pub use sample_writer::{
-    MAX_FOLD_SHARDS, MemberSource, SampleWriter, SampleWriterOptions, WrittenFold,
+    MAX_FOLD_SHARDS, MemberSource, SampleWriter, SampleWriterOptions, WrittenFold, WrittenShard,
 };
 pub use shard_list::{
     SHARD_LIST_SUFFIX, find_shards, find_shards_in, record_shards, shard_list_path,
 };
 pub use shard_patterns::expand_shard_patterns;
+pub use shard_reports::{publish_fold, publish_fold_indexed, write_index_of_reports};
 pub use shards::{ShardBytes, ShardFiles, ShardSet};
 pub use tar_writer::{TarWriter, check_member_name};

@@ -18,12 +18,13 @@
 use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use binfmt_core::{AtomicFile, Inputs};
+use binfmt_core::{AtomicFile, Destination, Inputs, LocalDir, OutputDir};
 
 use crate::build::IndexBuilder;
 use crate::error::{Result, TaridxError};
-use crate::fold_names::{fold_index_path, fold_shard_name, fold_shards};
+use crate::fold_names::{fold_shard_name, fold_shards};
 use crate::keys::KeyRule;
 use crate::tar::{BLOCK, Member};
 use crate::tar_writer::TarWriter;
@@ -133,17 +134,35 @@ pub struct WrittenFold {
 /// ```
 #[derive(Debug)]
 pub struct SampleWriter {
-    dir: PathBuf,
+    /// Where shards and the index go, through the output gate.
+    out: Arc<dyn OutputDir>,
     fold: String,
+    /// Shard names: `FOLD_NNNN.tar`, or `PREFIX{n:06}.tar` for shards a
+    /// caller names and indexes itself ([`SampleWriter::shards_only`]).
+    prefix: Option<String>,
     options: SampleWriterOptions,
-    current: Option<(TarWriter<AtomicFile>, u64)>,
-    shards: Vec<PathBuf>,
+    current: Option<(TarWriter<Box<dyn Destination>>, u64)>,
+    /// The names of the shards started.
+    shards: Vec<String>,
+    /// Each committed shard's members, for [`SampleWriter::finish_shards`].
+    reports: Vec<WrittenShard>,
     index: IndexBuilder,
     keys: HashSet<String>,
     written: WrittenFold,
     finished: bool,
-    /// What the caller reads: no shard or index is written over one.
-    inputs: Inputs,
+}
+
+/// One shard written by [`SampleWriter::finish_shards`]: its name and its
+/// members (name, offset of its own header, size), what an index is built
+/// from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenShard {
+    /// The shard's name under the writer's directory.
+    pub name: String,
+    /// Its members in order: name, offset of the member's own header, size.
+    pub members: Vec<(String, u64, u64)>,
+    /// The shard's size in bytes (end blocks included).
+    pub size: u64,
 }
 
 impl SampleWriter {
@@ -169,38 +188,81 @@ impl SampleWriter {
         inputs: Inputs,
     ) -> Result<Self> {
         let dir = dir.as_ref();
-        if fold.is_empty() || fold.contains(['/', '\\', '\0']) {
-            return Err(TaridxError::BadName {
-                name: fold.to_owned(),
-                why: "a fold name must be non-empty, without '/', '\\' or NUL",
-            });
-        }
+        check_fold_name(fold)?;
         std::fs::create_dir_all(dir).map_err(|error| binfmt_core::Error::io(dir, error))?;
-        if let Ok(existing) = fold_shards(dir, fold) {
+        Self::create_in(
+            Arc::new(LocalDir::new(dir, Arc::new(inputs))),
+            fold,
+            options,
+        )
+    }
+
+    /// [`SampleWriter::create_over`] into any [`OutputDir`] (a local
+    /// directory, an S3 prefix): its gate keeps every shard and the index
+    /// off the inputs, and the index's name is checked before anything is
+    /// written. A fold whose first shard is there already is refused.
+    pub fn create_in(
+        out: Arc<dyn OutputDir>,
+        fold: &str,
+        options: SampleWriterOptions,
+    ) -> Result<Self> {
+        check_fold_name(fold)?;
+        let first = fold_shard_name(fold, 0);
+        let existing = match out.local_path() {
+            // Every naming of the fold, as readers find it.
+            Some(dir) => fold_shards(dir, fold)
+                .ok()
+                .and_then(|shards| shards.first().cloned()),
+            None => out.exists(&first)?.then(|| out.show(&first)),
+        };
+        if let Some(shard) = existing {
             return Err(TaridxError::FoldExists {
                 fold: fold.to_owned(),
-                shard: existing.first().cloned().unwrap_or_default(),
+                shard,
             });
         }
-        inputs.check(fold_index_path(dir, fold))?;
+        let index = format!("{fold}.taridx");
+        out.check(&index)?;
         Ok(Self {
-            dir: dir.to_owned(),
-            fold: fold.to_owned(),
-            options,
-            current: None,
-            shards: Vec::new(),
-            index: IndexBuilder::new(options.key_rule),
-            keys: HashSet::new(),
             written: WrittenFold {
                 shards: Vec::new(),
-                index: fold_index_path(dir, fold),
+                index: out.show(&index),
                 samples: 0,
                 members: 0,
                 bytes: 0,
             },
+            out,
+            fold: fold.to_owned(),
+            prefix: None,
+            options,
+            current: None,
+            shards: Vec::new(),
+            reports: Vec::new(),
+            index: IndexBuilder::new(options.key_rule),
+            keys: HashSet::new(),
             finished: false,
-            inputs,
         })
+    }
+
+    /// A writer of shards alone, named `PREFIX000000.tar`,
+    /// `PREFIX000001.tar`, ... under `out`, cut exactly as a fold's are;
+    /// [`SampleWriter::finish_shards`] reports their members instead of
+    /// writing an index (a Ray task writes shards, the driver indexes them
+    /// all). `prefix` must not hold `\\` or NUL.
+    pub fn shards_only(
+        out: Arc<dyn OutputDir>,
+        prefix: &str,
+        options: SampleWriterOptions,
+    ) -> Result<Self> {
+        if prefix.contains(['\\', '\0']) || prefix.ends_with('/') {
+            return Err(TaridxError::BadName {
+                name: prefix.to_owned(),
+                why: "a shard prefix must not end in '/' nor hold '\\' or NUL",
+            });
+        }
+        let mut writer = Self::create_in(out, "shards", options)?;
+        writer.prefix = Some(prefix.to_owned());
+        Ok(writer)
     }
 
     /// Writes sample `key` with one member `KEY.EXT` per `(ext, bytes)`,
@@ -289,6 +351,11 @@ impl SampleWriter {
         };
         for member in members {
             let offset = writer.append(&member.name, member.size, member.data)?;
+            if let (Some(_), Some(report)) = (&self.prefix, self.reports.last_mut()) {
+                report
+                    .members
+                    .push((member.name.clone(), offset, member.size));
+            }
             self.index.add(
                 fid,
                 Member {
@@ -311,23 +378,41 @@ impl SampleWriter {
                 count: self.shards.len() + 1,
             });
         }
-        let path = self
-            .dir
-            .join(fold_shard_name(&self.fold, self.shards.len()));
-        let file = self.inputs.create(&path)?;
-        self.shards.push(path);
+        let name = match &self.prefix {
+            Some(prefix) => format!("{prefix}{:06}.tar", self.shards.len()),
+            None => fold_shard_name(&self.fold, self.shards.len()),
+        };
+        let file = self.out.create(&name)?;
+        self.shards.push(name.clone());
+        self.reports.push(WrittenShard {
+            name,
+            members: Vec::new(),
+            size: 0,
+        });
         self.current = Some((TarWriter::new(file), 0));
         Ok(())
     }
 
     fn finish_shard(&mut self) -> Result<()> {
         if let Some((writer, _)) = self.current.take() {
+            let size = writer.written() + 2 * BLOCK;
             writer.finish()?.commit()?;
-            if let Some(path) = self.shards.last() {
-                self.written.shards.push(path.clone());
+            if let Some(report) = self.reports.last_mut() {
+                report.size = size;
+            }
+            if let Some(name) = self.shards.last() {
+                self.written.shards.push(self.out.show(name));
             }
         }
         Ok(())
+    }
+
+    /// Closes the last shard and reports every shard's members; no index
+    /// is written (see [`SampleWriter::shards_only`]).
+    pub fn finish_shards(mut self) -> Result<Vec<WrittenShard>> {
+        self.finish_shard()?;
+        self.finished = true;
+        Ok(std::mem::take(&mut self.reports))
     }
 
     /// Closes the last shard and writes the index. A fold with no sample
@@ -337,11 +422,17 @@ impl SampleWriter {
             self.start_shard()?;
         }
         self.finish_shard()?;
-        let file = self.inputs.create(&self.written.index)?;
+        let index = format!("{}.taridx", self.fold);
+        let file = self.out.create(&index)?;
         self.index.write_to(file)?.commit()?;
         // A shard list left by an earlier fold of this name would override
         // the names: removed (the names find these shards).
-        crate::shard_list::record_shards(&self.written.index, &self.written.shards)?;
+        match self.out.local_path() {
+            Some(_) => crate::shard_list::record_shards(&self.written.index, &self.written.shards)?,
+            None => self
+                .out
+                .remove(&format!("{index}{}", crate::shard_list::SHARD_LIST_SUFFIX))?,
+        }
         self.finished = true;
         Ok(self.written.clone())
     }
@@ -352,9 +443,20 @@ impl Drop for SampleWriter {
     /// a smaller fold.
     fn drop(&mut self) {
         if !self.finished {
-            for shard in &self.written.shards {
-                let _ = std::fs::remove_file(shard);
+            let committed = self.written.shards.len();
+            for name in self.shards.iter().take(committed) {
+                let _ = self.out.remove(name);
             }
         }
     }
+}
+
+fn check_fold_name(fold: &str) -> Result<()> {
+    if fold.is_empty() || fold.contains(['/', '\\', '\0']) {
+        return Err(TaridxError::BadName {
+            name: fold.to_owned(),
+            why: "a fold name must be non-empty, without '/', '\\' or NUL",
+        });
+    }
+    Ok(())
 }

@@ -39,7 +39,10 @@ __all__ = [
     "Entries",
     "RemoteWarning",
     "convert",
+    "list_prefix",
     "open",
+    "remove",
+    "rename",
     "sniff",
 ]
 
@@ -226,7 +229,8 @@ def convert(
     shard_size: int = 1 << 30,
 ) -> dict:
     """Converts ``src`` (any format :func:`open` reads, a path or a URL) into
-    the local ``dst`` in format
+    ``dst`` (a path, ``file://`` or ``s3://`` URL; to S3 as a multipart
+    upload that appears only when complete) in format
     ``to`` (``"taridx"``, ``"arcx"``, ``"par4"`` or ``"kast"``; by default
     the one ``dst``'s extension names, as the ``binfmt convert`` command
     does: ``.arcx``, ``.kas``/``.trees``, ``.par4``, ``.taridx``), keeping every
@@ -239,3 +243,21 @@ def convert(
     return _binfmt.convert(
         os.fspath(src), os.fspath(dst), to, dialect=dialect, shard_size=shard_size
     )
+
+
+def rename(src: StrPath, dst: StrPath) -> None:
+    """Moves a file or object: both local (an atomic rename), or both in
+    one S3 bucket (a server-side copy, then a delete; objects up to 5 GB)."""
+    _binfmt.rename(os.fspath(src), os.fspath(dst))
+
+
+def remove(location: StrPath) -> None:
+    """Removes a local file or an S3 object; a missing one is not an
+    error."""
+    _binfmt.remove(os.fspath(location))
+
+
+def list_prefix(location: StrPath) -> list[str]:
+    """The names of the regular files directly in a local directory, or of
+    the objects directly under an ``s3://`` prefix, sorted."""
+    return _binfmt.list_prefix(os.fspath(location))

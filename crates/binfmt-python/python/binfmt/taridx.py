@@ -37,13 +37,23 @@ from __future__ import annotations
 
 import operator
 import os
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _FORKED_AWAY, BinfmtError, _binfmt, _PerProcess
 
-__all__ = ["BinfmtError", "Dataset", "Index", "ROW_DTYPE", "Sampler", "index", "index_fold"]
+__all__ = [
+    "BinfmtError",
+    "Dataset",
+    "Index",
+    "ROW_DTYPE",
+    "Sampler",
+    "ShardWriter",
+    "index",
+    "index_fold",
+    "write_index",
+]
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -491,3 +501,89 @@ class Sampler:
         if self.drop_last:
             return self.length // self.world_size
         return -(-self.length // self.world_size)
+
+
+#: One shard as :meth:`ShardWriter.finish` reports it: its name, its
+#: members ``(name, header offset, size)`` and its size in bytes.
+ShardReport = tuple[str, list[tuple[str, int, int]], int]
+
+
+class ShardWriter:
+    """Writes samples into tar shards ``PREFIX000000.tar``,
+    ``PREFIX000001.tar``, ... under ``directory`` (a path, ``file://`` or
+    ``s3://`` URL), cut exactly as ``binfmt taridx pack`` cuts a fold's
+    (at ``shard_bytes`` bytes or ``shard_samples`` samples, never splitting
+    a sample), the same bytes for the same samples. No index is written:
+    :meth:`finish` reports each shard's members, and :func:`write_index`
+    indexes them all without reading a shard again (how ``binfmt.ray``
+    writes a fold from many tasks)::
+
+        with taridx.ShardWriter("out", "part-0-", shard_samples=1000) as w:
+            w.write("sample000", {"jpg": b"...", "cls": b"3"})
+        taridx.write_index("out/train.taridx", w.reports)
+
+    Each shard appears whole or not at all (an S3 shard is a multipart
+    upload completed when the shard is); leaving a ``with`` block by an
+    exception removes the shards already written."""
+
+    def __init__(
+        self,
+        directory: StrPath,
+        prefix: str,
+        *,
+        shard_bytes: Optional[int] = None,
+        shard_samples: Optional[int] = None,
+        key_rule: str = "webdataset",
+    ) -> None:
+        if shard_bytes is not None:
+            shard_bytes = _integer("shard_bytes", shard_bytes, 1, (1 << 64) - 1)
+        if shard_samples is not None:
+            shard_samples = _integer("shard_samples", shard_samples, 1, (1 << 64) - 1)
+        self._native = _binfmt._NativeShardWriter(
+            os.fspath(directory),
+            prefix,
+            shard_bytes=shard_bytes,
+            shard_samples=shard_samples,
+            key_rule=key_rule,
+        )
+        #: What :meth:`finish` reported (empty until then).
+        self.reports: list[ShardReport] = []
+
+    def write(self, key: str, members: Mapping[str, bytes]) -> None:
+        """Writes one sample: a member ``KEY.EXT`` for each ``EXT: bytes``,
+        in the mapping's order (extensions without their dot)."""
+        self._native.write(key, [(ext.lstrip("."), bytes(data)) for ext, data in members.items()])
+
+    def finish(self) -> list[ShardReport]:
+        """Closes the last shard; returns (and keeps in :attr:`reports`)
+        ``(name, [(member, offset, size), ...], size)`` per shard."""
+        self.reports = self._native.finish()
+        return self.reports
+
+    def __enter__(self) -> "ShardWriter":
+        return self
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        if kind is None:
+            self.finish()
+        else:
+            self._native.abort()
+
+
+def write_index(
+    location: StrPath,
+    shards: Sequence[ShardReport],
+    *,
+    key_rule: str = "webdataset",
+) -> int:
+    """Writes the index ``location`` (``DIR/FOLD.taridx``, a path or
+    ``s3://`` URL) of ``shards`` as :meth:`ShardWriter.finish` reported
+    them, in fid order, names relative to the index's directory; it is the
+    index indexing the shards would give. A shard list
+    (``FOLD.taridx.shards.json``) is written beside it unless the names are
+    the fold's own (``FOLD_0000.tar``, ...). The reports are checked (every
+    member's header on a 512-byte block, in order, within its shard), never
+    trusted.
+    Returns the number of rows."""
+    reports = [(name, [tuple(m) for m in members], size) for name, members, size in shards]
+    return _binfmt.taridx_write_index(os.fspath(location), reports, key_rule=key_rule)

@@ -93,10 +93,11 @@ fn pack(args: &PackArgs) -> CommandResult {
         .chunk_size(usize::try_from(args.chunk_size).unwrap_or(1 << 20))
         .jobs(args.jobs);
     let bar = output::progress(output::Steps::Bytes, "packing");
-    let summary = binfmt_arcx::pack_dir(
+    let summary = binfmt::outputs::pack_arcx_dir(
         &args.dir,
         &args.output,
         options,
+        &binfmt_remote::RemoteOptions::default(),
         |progress| match progress {
             PackProgress::Started { bytes, .. } => bar.set_length(bytes),
             PackProgress::Stored(bytes) => bar.inc(bytes),

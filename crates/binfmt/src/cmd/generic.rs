@@ -363,10 +363,10 @@ fn convert_in(session: &Session, args: &ConvertArgs) -> CommandResult {
     } else {
         binfmt_parcode::Compression::None
     });
-    refuse_overwriting_inputs(&source.inputs(), &args.output)?;
+    let out = session.output(&args.output, binfmt::outputs::gate_inputs(source.as_ref()))?;
     let bar = output::progress(output::Steps::Items("entries"), "converting");
     let summary =
-        binfmt::convert_source(source.as_ref(), &args.output, to, &options, &|done, all| {
+        binfmt::convert::convert_source_to(source.as_ref(), &out, to, &options, &|done, all| {
             bar.set_length(all);
             bar.set_position(done);
         });

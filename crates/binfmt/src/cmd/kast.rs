@@ -451,9 +451,21 @@ fn pack(args: &PackArgs) -> CommandResult {
         .map(|(_, (_, path))| path)
         .chain(args.npy.iter().map(|(_, path)| path))
         .filter(|path| path.as_path() != Path::new("-"));
-    Inputs::new(&paths.collect::<Vec<_>>())
-        .check(&args.output)
+    let gate = Inputs::new(&paths.collect::<Vec<_>>());
+    gate.check(&args.output)
         .map_err(|error| error.to_string())?;
+    let out = binfmt::outputs::Output::open(
+        &args.output,
+        std::sync::Arc::new(gate),
+        &binfmt_remote::RemoteOptions::default(),
+    )
+    .map_err(|error| error.to_string())?;
+    if args.append && out.is_remote() {
+        return Err(format!(
+            "{}: --append reads the store it replaces, which must be a local file (download it, append, then upload)",
+            output::escape(&out.shown().display().to_string())
+        ));
+    }
     let mut inputs = Vec::new();
     for &(item_type, (key, path)) in &typed {
         inputs.push((key, Some(item_type), open_input(path)?));
@@ -502,8 +514,9 @@ fn pack(args: &PackArgs) -> CommandResult {
         }
         .map_err(failed)?;
     }
+    let created = out.create().map_err(|error| error.to_string())?;
     writer
-        .write_file(&args.output)
+        .write_destination(created)
         .map_err(|error| output::about(&args.output, error))?;
     Ok(Status::Success)
 }

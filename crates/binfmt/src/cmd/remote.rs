@@ -85,6 +85,19 @@ impl Session {
         &self.options
     }
 
+    /// Opens the output at `location` (a path, `file://` or `s3://` URL)
+    /// behind the output gate of `inputs`, with this command's remote
+    /// settings (credentials, retries): wrong credentials fail here, before
+    /// any work.
+    pub fn output(
+        &self,
+        location: &std::path::Path,
+        inputs: binfmt_core::Inputs,
+    ) -> Result<binfmt::outputs::Output, String> {
+        binfmt::outputs::Output::open(location, std::sync::Arc::new(inputs), &self.options.remote)
+            .map_err(|error| error.to_string())
+    }
+
     /// What reading has cost so far.
     pub fn stats(&self) -> binfmt_remote::Stats {
         self.options

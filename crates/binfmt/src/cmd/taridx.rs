@@ -297,6 +297,9 @@ fn index(args: &IndexArgs) -> CommandResult {
             (shards, out.clone())
         }
     };
+    if binfmt::is_remote(&out) {
+        return publish(&shards, &out, options);
+    }
     let bar = output::progress(output::Steps::Items("shards"), "indexing");
     bar.set_length(shards.len() as u64);
     let written = write_index(&shards, &out, options, || bar.inc(1));
@@ -304,6 +307,35 @@ fn index(args: &IndexArgs) -> CommandResult {
     // Every failure names its file: the shard at fault or the output.
     written.map_err(|error| error.to_string())?;
     output::note(format_args!("wrote {}", output::shown(&out)));
+    Ok(Status::Success)
+}
+
+/// `taridx index ... -o s3://BUCKET/PREFIX/FOLD.taridx`: the fold goes to
+/// the prefix whole, shards first (each under its file name), the index
+/// last, so a reader never finds the index before its shards.
+fn publish(shards: &[PathBuf], out: &Path, options: IndexOptions) -> CommandResult {
+    let target = binfmt::outputs::Output::open(
+        out,
+        std::sync::Arc::new(binfmt_core::Inputs::new(shards)),
+        &binfmt_remote::RemoteOptions::default(),
+    )
+    .map_err(|error| error.to_string())?;
+    if !target.name.ends_with(".taridx") {
+        return Err(output::about(out, "an index is named FOLD.taridx"));
+    }
+    let bar = output::progress(output::Steps::Items("shards"), "indexing");
+    bar.set_length(shards.len() as u64);
+    let written =
+        binfmt_taridx::publish_fold(shards, target.dir.as_ref(), &target.name, options, || {
+            bar.inc(1)
+        });
+    bar.finish_and_clear();
+    for name in written.map_err(|error| error.to_string())? {
+        output::note(format_args!(
+            "wrote {}",
+            output::shown(&target.dir.show(&name))
+        ));
+    }
     Ok(Status::Success)
 }
 

@@ -310,12 +310,13 @@ impl EntrySink for Sink {
         input: &Input<'_>,
         entries: &[Entry],
         types: &Types,
-        output: &Path,
+        out: &crate::outputs::Output,
         options: &ConvertOptions,
     ) -> Result<(Vec<PathBuf>, Written)> {
+        let output = &out.shown();
         let file = output.display().to_string();
-        let mut packer = binfmt_arcx::Packer::create(
-            output,
+        let mut packer = binfmt_arcx::Packer::new(
+            out.create()?,
             binfmt_arcx::PackOptions::default().dialect(options.arcx_dialect),
         )
         .in_file(&file)?;
@@ -340,7 +341,8 @@ impl EntrySink for Sink {
                 .add(TYPES_ENTRY, &mut record.as_slice())
                 .in_file(&file)?;
         }
-        packer.commit().in_file(&file)?;
+        let (destination, _) = packer.finish().in_file(&file)?;
+        destination.commit().in_file(&file)?;
         Ok((
             vec![output.to_owned()],
             Written {

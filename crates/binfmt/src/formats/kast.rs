@@ -128,9 +128,10 @@ impl EntrySink for Sink {
         input: &Input<'_>,
         entries: &[Entry],
         types: &Types,
-        output: &Path,
+        out: &crate::outputs::Output,
         _options: &ConvertOptions,
     ) -> Result<(Vec<PathBuf>, Written)> {
+        let output = &out.shown();
         let file = output.display().to_string();
         let sizes: HashMap<&str, u64> = entries
             .iter()
@@ -149,7 +150,7 @@ impl EntrySink for Sink {
                 .map_err(|error| error.in_entry(name))?;
         }
         writer
-            .write_file(output)
+            .write_destination(out.create()?)
             .map_err(|error| kast_write_error(error, input, output))?;
         Ok((
             vec![output.to_owned()],

@@ -6,7 +6,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use binfmt_core::Source;
 
@@ -131,9 +131,10 @@ impl EntrySink for Sink {
         input: &Input<'_>,
         entries: &[Entry],
         types: &Types,
-        output: &Path,
+        out: &crate::outputs::Output,
         options: &ConvertOptions,
     ) -> Result<(Vec<PathBuf>, Written)> {
+        let output = &out.shown();
         let file = output.display().to_string();
         // Keys and sizes first; each value is read when its bucket is written,
         // so one entry at a time is held, never the whole map.
@@ -162,7 +163,7 @@ impl EntrySink for Sink {
         };
         // The input's error, when opening an entry failed.
         let failed = RefCell::new(None);
-        let written = map.write_file(output, options.par4_compression, |name| {
+        let written = map.write_destination(out.create()?, options.par4_compression, |name| {
             if let (Some(record), true) = (&record, name == TYPES_ENTRY) {
                 return Ok(Box::new(record.as_slice()) as Box<dyn Read>);
             }

@@ -460,9 +460,10 @@ impl EntrySink for Sink {
         input: &Input<'_>,
         entries: &[Entry],
         types: &Types,
-        output: &Path,
+        out: &crate::outputs::Output,
         options: &ConvertOptions,
     ) -> Result<(Vec<PathBuf>, Written)> {
+        let output = &out.shown();
         let file = output.display().to_string();
         let fold = output
             .file_stem()
@@ -487,9 +488,6 @@ impl EntrySink for Sink {
             options.taridx_keys
         };
         check_taridx_names(&names, output, rule)?;
-        let dir = output
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
         let sizes: HashMap<&str, u64> = entries
             .iter()
             .map(|entry| (entry.name.as_str(), entry.size))
@@ -512,14 +510,13 @@ impl EntrySink for Sink {
         };
         // Every shard written goes through the output gate with the source's
         // files as inputs.
-        let mut writer = binfmt_taridx::SampleWriter::create_over(
-            &dir,
+        let mut writer = binfmt_taridx::SampleWriter::create_in(
+            std::sync::Arc::clone(&out.dir),
             fold,
             binfmt_taridx::SampleWriterOptions::new()
                 .max_bytes(options.shard_size)
                 .max_samples(options.shard_samples)
                 .key_rule(rule),
-            binfmt_core::Inputs::new(&input.source.inputs()),
         )
         .in_file(&file)?;
         // A sample: consecutive entries with one key, never split across shards.

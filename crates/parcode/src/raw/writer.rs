@@ -25,7 +25,7 @@ use std::path::Path;
 
 use binfmt_core::io::write_all_vectored;
 use binfmt_core::layout::{IntoBytes, U16, U32, U64};
-use binfmt_core::{AtomicFile, IoResultExt};
+use binfmt_core::{AtomicFile, Destination, IoResultExt};
 use rayon::prelude::*;
 
 use crate::raw::compression::Compression;
@@ -472,16 +472,25 @@ impl<'g> ChunkGraph<'g> {
 /// returns the file's size. Output errors name the path.
 pub(crate) fn write_file_with(
     path: &Path,
-    write: impl FnOnce(&mut AtomicFile) -> Result<&mut AtomicFile>,
+    write: impl FnOnce(&mut Box<dyn Destination>) -> Result<&mut Box<dyn Destination>>,
 ) -> Result<u64> {
-    let mut file = AtomicFile::create(path)?;
-    write(&mut file).map_err(|error| match error {
-        ParError::Io { source, .. } => binfmt_core::Error::io(path, source).into(),
+    write_destination_with(Box::new(AtomicFile::create(path)?), write)
+}
+
+/// Runs `write` on `out` (a local file or an upload), committing it on
+/// success; returns its size. Output errors name its location.
+pub(crate) fn write_destination_with(
+    mut out: Box<dyn Destination>,
+    write: impl FnOnce(&mut Box<dyn Destination>) -> Result<&mut Box<dyn Destination>>,
+) -> Result<u64> {
+    let location = out.location();
+    write(&mut out).map_err(|error| match error {
+        ParError::Io { source, .. } => binfmt_core::Error::io(&location, source).into(),
         other => other,
     })?;
-    file.flush().with_path(path)?;
-    let size = file.stream_position().with_path(path)?;
-    file.commit()?;
+    out.flush().with_path(Path::new(&location))?;
+    let size = out.stream_position().with_path(Path::new(&location))?;
+    out.commit()?;
     Ok(size)
 }
 

@@ -28,7 +28,7 @@ use std::path::Path;
 use crate::raw::compression::Compression;
 use crate::raw::error::{ParError, Result};
 use crate::raw::format::ChildRef;
-use crate::raw::writer::{ChunkWriter, output_error, write_file_with};
+use crate::raw::writer::{ChunkWriter, output_error, write_destination_with, write_file_with};
 use crate::typed::codec::{encode, hash_key};
 use crate::typed::map::{bucket_count, bucket_tables, entry_order, repeated_key};
 
@@ -156,6 +156,17 @@ impl BlobMapWriter {
         open: impl FnMut(&str) -> io::Result<R>,
     ) -> Result<u64> {
         write_file_with(path.as_ref(), |file| self.write_to(file, compression, open))
+    }
+
+    /// [`BlobMapWriter::write_file`] to any destination (a local file, an
+    /// S3 upload), committed on success.
+    pub fn write_destination<R: Read>(
+        &self,
+        out: Box<dyn binfmt_core::Destination>,
+        compression: Compression,
+        open: impl FnMut(&str) -> io::Result<R>,
+    ) -> Result<u64> {
+        write_destination_with(out, |file| self.write_to(file, compression, open))
     }
 
     /// The entries of each bucket, in the writers' order; a repeated key is

@@ -40,6 +40,20 @@ fn check_outputs(inputs: &Inputs, outputs: &[PathBuf]) -> Result<(), String> {
 
 /// Writes `bytes` to `path` atomically through the output gate.
 fn write_bytes(inputs: &Inputs, path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if binfmt::is_remote(path) {
+        // An object: uploaded whole (local inputs cannot be it).
+        let target = binfmt::outputs::Output::open(
+            path,
+            std::sync::Arc::default(),
+            &binfmt_remote::RemoteOptions::default(),
+        )
+        .map_err(|error| error.to_string())?;
+        let mut object = target.create().map_err(|error| error.to_string())?;
+        object
+            .write_all(bytes)
+            .map_err(|e| output::about(path, e))?;
+        return object.commit().map_err(|e| e.to_string());
+    }
     let mut file = inputs.create(path).map_err(|e| e.to_string())?;
     file.write_all(bytes).map_err(|e| output::about(path, e))?;
     file.commit().map_err(|e| e.to_string())
@@ -121,15 +135,22 @@ pub(super) fn pack(args: &PackArgs) -> CommandResult {
             .or_default()
             .push((extension, size, from));
     }
-    let mut writer = binfmt_taridx::SampleWriter::create_over(
-        &dir,
-        fold,
-        binfmt_taridx::SampleWriterOptions::new()
-            .max_samples(args.max_samples)
-            .max_bytes(args.max_bytes)
-            .key_rule(rule),
-        inputs,
-    )
+    let options = binfmt_taridx::SampleWriterOptions::new()
+        .max_samples(args.max_samples)
+        .max_bytes(args.max_bytes)
+        .key_rule(rule);
+    let mut writer = if binfmt::is_remote(out) {
+        // Shards and the index under the URL's prefix, the index last.
+        let target = binfmt::outputs::Output::open(
+            out,
+            std::sync::Arc::new(inputs),
+            &binfmt_remote::RemoteOptions::default(),
+        )
+        .map_err(|error| error.to_string())?;
+        binfmt_taridx::SampleWriter::create_in(target.dir, fold, options)
+    } else {
+        binfmt_taridx::SampleWriter::create_over(&dir, fold, options, inputs)
+    }
     .map_err(failed(out))?;
     let bar = output::progress(output::Steps::Items("samples"), "packing");
     bar.set_length(samples.len() as u64);
@@ -249,7 +270,16 @@ pub(super) fn export(args: &ExportArgs) -> CommandResult {
                 .file_stem()
                 .map(|stem| stem.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let list_dir = out.parent().unwrap_or(Path::new(""));
+            // A list in object storage names the shards as they are named
+            // beside it when the fold is published there (`taridx index -o
+            // s3://...`): relative to the shards' directory.
+            let list_dir = if binfmt::is_remote(out) {
+                shards.first().map_or(Path::new(""), |shard| {
+                    shard.parent().unwrap_or(Path::new(""))
+                })
+            } else {
+                out.parent().unwrap_or(Path::new(""))
+            };
             let list = foreign::wids_shard_list(dataset.index(), &shards, list_dir, &name)
                 .map_err(failed(&args.index))?;
             let text = serde_json::to_string_pretty(&list).map_err(|e| e.to_string())? + "\n";
@@ -266,7 +296,9 @@ pub(super) fn export(args: &ExportArgs) -> CommandResult {
                 let text = foreign::dali_index(&dataset, fid, args.with_names)
                     .map_err(failed(&args.index))?;
                 let dir = parent_or_dot(path);
-                binfmt_core::extract::create_dir(&dir).map_err(|e| e.to_string())?;
+                if !binfmt::is_remote(&dir) {
+                    binfmt_core::extract::create_dir(&dir).map_err(|e| e.to_string())?;
+                }
                 write_bytes(&inputs, path, text.as_bytes())?;
                 output::note(format_args!("wrote {}", output::shown(path)));
             }
@@ -285,7 +317,9 @@ pub(super) fn export(args: &ExportArgs) -> CommandResult {
                 let bytes =
                     foreign::ratarmount_index(&dataset, fid).map_err(failed(&args.index))?;
                 let dir = parent_or_dot(path);
-                binfmt_core::extract::create_dir(&dir).map_err(|e| e.to_string())?;
+                if !binfmt::is_remote(&dir) {
+                    binfmt_core::extract::create_dir(&dir).map_err(|e| e.to_string())?;
+                }
                 write_bytes(&inputs, path, &bytes)?;
                 output::note(format_args!("wrote {}", output::shown(path)));
             }
@@ -367,8 +401,31 @@ pub(super) fn import(args: &ImportArgs) -> CommandResult {
     // shard, and every member of every shard must have its row.
     let index = Index::new(builder.to_bytes().map_err(failed(out))?).map_err(failed(out))?;
     index
-        .verify(Some(&ShardFiles::new(shards)))
+        .verify(Some(&ShardFiles::new(shards.clone())))
         .map_err(failed(out))?;
+    if binfmt::is_remote(out) {
+        // The fold goes to the prefix whole: shards, then the index.
+        let target = binfmt::outputs::Output::open(
+            out,
+            std::sync::Arc::new(inputs),
+            &binfmt_remote::RemoteOptions::default(),
+        )
+        .map_err(|error| error.to_string())?;
+        let written = binfmt_taridx::publish_fold_indexed(
+            &shards,
+            target.dir.as_ref(),
+            &target.name,
+            builder,
+        )
+        .map_err(failed(out))?;
+        for name in written {
+            output::note(format_args!(
+                "wrote {}",
+                output::shown(&target.dir.show(&name))
+            ));
+        }
+        return Ok(Status::Success);
+    }
     write_bytes(&inputs, out, index.source())?;
     output::note(format_args!("wrote {}", output::shown(out)));
     Ok(Status::Success)
