@@ -82,12 +82,12 @@ def samples_dataset(ray, n: int = SAMPLES, blocks: int = BLOCKS):
     )
 
 
-def check_fold(index: str, n: int = SAMPLES) -> None:
-    """Every sample of the fold at ``index`` (a path or URL) is the one
-    written, in order, read by :class:`binfmt.taridx.Dataset`."""
+def check_fold(index: str, n: int = SAMPLES, step: int = 1) -> None:
+    """Every sample (every ``step``-th) of the fold at ``index`` (a path or
+    URL) is the one written, in order, read by :class:`binfmt.taridx.Dataset`."""
     ds = taridx.Dataset(index)
     assert len(ds) == n
-    for i in range(n):
+    for i in range(0, n, step):
         got = ds[i]
         assert got["__key__"] == key(i), (i, got)
         assert {k: v for k, v in got.items() if not k.startswith("__")} == {
@@ -281,7 +281,7 @@ def test_an_existing_fold_is_refused(local_fold, rayd):
         binfmt.ray.write_taridx(samples_dataset(rayd, 10, 1), index)
 
 
-def test_write_taridx_s3(rayd, test_servers, monkeypatch):
+def test_write_taridx_s3(rayd, test_servers, monkeypatch, tmp_path):
     """The same 20,000 samples into SeaweedFS's S3; read back by ``binfmt
     verify``, :class:`binfmt.taridx.Dataset` and ``read_taridx`` over
     ``s3://``, and by webdataset and wids over the filer's HTTP URLs of the
@@ -304,10 +304,14 @@ def test_write_taridx_s3(rayd, test_servers, monkeypatch):
     assert result["shards"] == [f"s3://{bucket}/{run}/{name}" for name in names]
     assert sorted(binfmt.list_prefix(f"s3://{bucket}/{run}")) == sorted(names + ["train.taridx"])
     verify(index, env=dict(os.environ))
-    check_fold(index)
+    # One request a sample: every 37th here, all of them by read_taridx.
+    check_fold(index, step=37)
     rows = binfmt.ray.read_taridx(index).take_all()
     assert [row["__key__"] for row in rows] == [key(i) for i in range(SAMPLES)]
-    assert all(row[".bin"] == sample(i)["bin"] for i, row in enumerate(rows))
+    assert all(
+        (row[".bin"], row[".cls"]) == (sample(i)["bin"], sample(i)["cls"])
+        for i, row in enumerate(rows)
+    )
     http = [f"{test_servers['BINFMT_S3_FILER_URL']}/buckets/{bucket}/{run}/{name}" for name in names]
     wds = reference("webdataset")
     theirs = list(wds.WebDataset(http, shardshuffle=False))
@@ -316,6 +320,22 @@ def test_write_taridx_s3(rayd, test_servers, monkeypatch):
         {k: v for k, v in got.items() if not k.startswith("__")} == sample(i)
         for i, got in enumerate(theirs)
     )
+    wids = wids_module()
+    per_shard = SAMPLES // len(names)
+    listed = wids.ShardListDataset(
+        [{"url": url, "nsamples": per_shard} for url in http],
+        transformations=[],
+        cache_dir=str(tmp_path),
+    )
+    assert len(listed) == SAMPLES
+    for i in range(0, SAMPLES, 97):
+        got = listed[i]
+        assert got["__key__"] == key(i)
+        assert {
+            k: (v.read() if hasattr(v, "read") else bytes(v))
+            for k, v in got.items()
+            if k.startswith(".")
+        } == {"." + ext: value for ext, value in sample(i).items()}
 
 
 # --- ARCX -----------------------------------------------------------------------

@@ -43,8 +43,8 @@ docs/scaling.md.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
-import posixpath
 import re
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
@@ -78,6 +78,9 @@ Locations = Union[StrPath, Sequence[StrPath]]
 #: A read task yields a block whenever this many payload bytes have been
 #: read (and at its end).
 BLOCK_BYTES = 64 << 20
+
+#: Samples of a remote fold a read task fetches at once (threads).
+REMOTE_FETCHES = 16
 
 #: When a fold has fewer shards than read tasks, shards are cut into
 #: sample ranges, none shorter than this.
@@ -311,21 +314,38 @@ class _TaridxReader:
         self.columns = columns
         self.schema = schema
 
+    def _samples(self) -> Iterator[dict[str, Any]]:
+        """Every sample of the ranges, in order. A remote fold's samples
+        are fetched by :data:`REMOTE_FETCHES` threads at once (each sample
+        is one range request; the dataset's reads release the GIL)."""
+        pool = None
+        try:
+            for dataset, start, stop in self.ranges:
+                if not _is_url(dataset.shards[0] if len(dataset) else ""):
+                    for i in range(start, stop):
+                        yield dataset[i]
+                    continue
+                if pool is None:
+                    pool = concurrent.futures.ThreadPoolExecutor(REMOTE_FETCHES)
+                for first in range(start, stop, 1024):
+                    yield from pool.map(dataset.__getitem__, range(first, min(first + 1024, stop)))
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+
     def __call__(self) -> Iterator[Block]:
         table: dict[str, list] = {name: [] for name in self.schema.names}
         size = 0
-        for dataset, start, stop in self.ranges:
-            for i in range(start, stop):
-                sample = dataset[i]
-                for name in self.schema.names:
-                    value = sample.get(name)
-                    table[name].append(value)
-                    if isinstance(value, bytes):
-                        size += len(value)
-                if size >= BLOCK_BYTES:
-                    yield _binary_table(table, self.schema)
-                    table = {name: [] for name in self.schema.names}
-                    size = 0
+        for sample in self._samples():
+            for name in self.schema.names:
+                value = sample.get(name)
+                table[name].append(value)
+                if isinstance(value, bytes):
+                    size += len(value)
+            if size >= BLOCK_BYTES:
+                yield _binary_table(table, self.schema)
+                table = {name: [] for name in self.schema.names}
+                size = 0
         if table["__key__"] or size:
             yield _binary_table(table, self.schema)
 
@@ -503,6 +523,8 @@ class TaridxDatasink(Datasink):
             options["shard_samples"] = self.shard_samples
         samples = 0
         writer = binfmt.taridx.ShardWriter(self.temporary, f"task-{task:06d}-", **options)
+        # Leaving the block finishes the last shard; an exception removes
+        # the shards this attempt wrote.
         with writer:
             for block in blocks:
                 table = BlockAccessor.for_block(block).to_arrow()
@@ -531,11 +553,13 @@ class TaridxDatasink(Datasink):
                         raise ValueError(f"writing {self.location}: sample {key!r} has no members")
                     writer.write(key, sample)
                     samples += 1
-            shards = writer.finish()
         return {
             "task": task,
             "samples": samples,
-            "shards": [(name, [tuple(member) for member in members]) for name, members in shards],
+            "shards": [
+                (name, [tuple(member) for member in members], size)
+                for name, members, size in writer.reports
+            ],
         }
 
     def on_write_complete(self, write_result: Any) -> None:
@@ -547,7 +571,7 @@ class TaridxDatasink(Datasink):
         # Every key once in the fold, as one writer would require.
         seen: dict[str, int] = {}
         for report in reports:
-            for shard, members in report["shards"]:
+            for shard, members, _ in report["shards"]:
                 last = None
                 for member, _, _ in members:
                     key = _member_key(member, self.key_rule)
@@ -560,20 +584,20 @@ class TaridxDatasink(Datasink):
                             f"{seen[key]} and again by task {report['task']} ({shard})"
                         )
                     seen[key] = report["task"]
-        shards: list[tuple[str, list[tuple[str, int, int]]]] = []
+        shards: list[tuple[str, list[tuple[str, int, int]], int]] = []
         self._renamed: list[str] = []
         for report in reports:
-            for name, members in report["shards"]:
+            for name, members, size in report["shards"]:
                 final = f"{self.fold}_{len(shards):04d}.tar"
                 binfmt.rename(_join(self.temporary, name), _join(self.directory, final))
                 self._renamed.append(_join(self.directory, final))
-                shards.append((final, members))
+                shards.append((final, members, size))
         binfmt.taridx.write_index(self.location, shards, key_rule=self.key_rule)
         self._renamed = []
         _remove_tree(self.temporary)
         self.result = {
             "samples": sum(report["samples"] for report in reports),
-            "shards": [_join(self.directory, name) for name, _ in shards],
+            "shards": [_join(self.directory, name) for name, _, _ in shards],
             "index": self.location,
         }
 
