@@ -276,9 +276,14 @@ def test_a_task_killed_midway_leaves_a_correct_fold(rayd, tmp_path):
 def test_an_existing_fold_is_refused(local_fold, rayd):
     import binfmt.ray
 
-    index, _ = local_fold
+    index, result = local_fold
     with pytest.raises(FileExistsError, match="already exists"):
         binfmt.ray.write_taridx(samples_dataset(rayd, 10, 1), index)
+    # Untouched.
+    assert sorted(os.listdir(os.path.dirname(index))) == sorted(
+        [os.path.basename(shard) for shard in result["shards"]] + ["train.taridx"]
+    )
+    verify(index)
 
 
 def test_write_taridx_s3(rayd, test_servers, monkeypatch, tmp_path):
@@ -454,3 +459,37 @@ def test_read_kast(rayd, tmp_path):
         assert row["dtype"] == str(array.dtype) and row["length"] == len(array)
         got = binfmt.ray.kast_array(row)
         assert got.dtype == array.dtype and np.array_equal(got, array)
+
+
+# --- planning, without the cluster -------------------------------------------------
+
+
+def test_runs_are_consecutive_balanced_and_never_empty():
+    reference("ray")
+    import binfmt.ray
+
+    for weights, groups in (
+        ([5] * 8, 3), ([1] * 3, 8), ([100, 1, 1, 1, 1], 2), ([1, 1, 1, 100], 3), ([7], 4), ([], 3),
+    ):
+        runs = binfmt.ray._group(weights, groups)
+        assert [i for a, b in runs for i in range(a, b)] == list(range(len(weights)))
+        assert all(a < b for a, b in runs) and len(runs) <= max(1, groups)
+        assert len(runs) == min(groups, len(weights))
+    runs = binfmt.ray._group([10] * 100, 4)
+    assert [b - a for a, b in runs] == [25, 25, 25, 25]
+
+
+def test_a_fold_s_own_names(tmp_path):
+    reference("ray")
+    import binfmt.ray
+
+    sink = binfmt.ray.TaridxDatasink(str(tmp_path / "train.taridx"))
+    names = [
+        "train.taridx", "train.taridx.shards.json", "train_0000.tar", "train-000001.tar",
+        "train.2.tar", "train_val_0000.tar", "trainer_0000.tar", "val_0000.tar", "train_0000.tar.tmp",
+    ]
+    assert sink._fold_names(names) == names[:5]
+    with pytest.raises(ValueError, match="FOLD.taridx"):
+        binfmt.ray.TaridxDatasink(str(tmp_path / "train.tar"))
+    with pytest.raises(ValueError, match="s3://"):
+        binfmt.ray.TaridxDatasink("https://example.org/train.taridx")

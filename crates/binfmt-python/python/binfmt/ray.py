@@ -46,6 +46,8 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import re
+import shutil
+import warnings
 from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -138,15 +140,13 @@ def _names(directory: str) -> list[str]:
 
 
 def _remove_tree(directory: str) -> None:
-    """Removes every file directly under ``directory`` (a temporary
-    directory of this module), then the directory itself when local."""
-    for name in _names(directory):
-        binfmt.remove(_join(directory, name))
-    if not _is_s3(directory):
-        try:
-            os.rmdir(directory)
-        except FileNotFoundError:
-            pass
+    """Removes a temporary directory of this module: locally the whole
+    tree, on S3 every object directly under the prefix."""
+    if _is_s3(directory):
+        for name in _names(directory):
+            binfmt.remove(_join(directory, name))
+    elif os.path.isdir(directory):
+        shutil.rmtree(directory)
 
 
 def _split_evenly(total: int, parts: int) -> list[int]:
@@ -594,7 +594,11 @@ class TaridxDatasink(Datasink):
                 shards.append((final, members, size))
         binfmt.taridx.write_index(self.location, shards, key_rule=self.key_rule)
         self._renamed = []
-        _remove_tree(self.temporary)
+        try:
+            _remove_tree(self.temporary)
+        except OSError as error:
+            # The fold is written and whole: what is left is only litter.
+            warnings.warn(f"{self.location} is written, but {self.temporary} could not be removed: {error}")
         self.result = {
             "samples": sum(report["samples"] for report in reports),
             "shards": [_join(self.directory, name) for name, _, _ in shards],
@@ -863,41 +867,47 @@ class ArcxDatasink(Datasink):
     def write(self, blocks: Iterable[Block], ctx: Any) -> dict[str, Any]:
         task = int(ctx.task_idx)
         part = _join(self.temporary, f"part-{task:06d}.arcx")
-        writer = None
+        writer: Optional[binfmt.arcx.Writer] = None
         paths: list[str] = []
-        for block in blocks:
-            table = BlockAccessor.for_block(block).to_arrow()
-            if table.num_rows == 0:
-                continue
-            names = table.column_names
-            missing = {"path", "bytes"} - set(names)
-            if missing:
-                raise ValueError(
-                    f"writing {self.location}: a block has no {sorted(missing)} column "
-                    f"(its columns: {names})"
-                )
-            path_column = table.column("path").to_pylist()
-            data_column = table.column("bytes").to_pylist()
-            modes = table.column("mode").to_pylist() if "mode" in names else None
-            mtimes = table.column("mtime").to_pylist() if "mtime" in names else None
-            if writer is None:
-                writer = binfmt.arcx.Writer(
-                    part, level=self.level, dialect=self.dialect, jobs=_task_threads()
-                )
-            for row, path in enumerate(path_column):
-                if not isinstance(path, str) or not path:
-                    raise TypeError(
-                        f"writing {self.location}: task {task} has a row whose path is {path!r}"
+        try:
+            for block in blocks:
+                table = BlockAccessor.for_block(block).to_arrow()
+                if table.num_rows == 0:
+                    continue
+                names = table.column_names
+                missing = {"path", "bytes"} - set(names)
+                if missing:
+                    raise ValueError(
+                        f"writing {self.location}: a block has no {sorted(missing)} column "
+                        f"(its columns: {names})"
                     )
-                writer.add(
-                    path,
-                    _as_bytes(data_column[row], path, "bytes"),
-                    mode=None if modes is None else modes[row],
-                    mtime_ns=None if mtimes is None else mtimes[row],
-                )
-                paths.append(path)
-        if writer is not None:
-            writer.finish()
+                path_column = table.column("path").to_pylist()
+                data_column = table.column("bytes").to_pylist()
+                modes = table.column("mode").to_pylist() if "mode" in names else None
+                mtimes = table.column("mtime").to_pylist() if "mtime" in names else None
+                if writer is None:
+                    writer = binfmt.arcx.Writer(
+                        part, level=self.level, dialect=self.dialect, jobs=_task_threads()
+                    )
+                for row, path in enumerate(path_column):
+                    if not isinstance(path, str) or not path:
+                        raise TypeError(
+                            f"writing {self.location}: task {task} has a row whose path is {path!r}"
+                        )
+                    writer.add(
+                        path,
+                        _as_bytes(data_column[row], path, "bytes"),
+                        mode=None if modes is None else modes[row],
+                        mtime_ns=None if mtimes is None else mtimes[row],
+                    )
+                    paths.append(path)
+            if writer is not None:
+                writer.finish()
+        except BaseException:
+            # Nothing of this attempt is left at the part's name.
+            if writer is not None and not writer.closed:
+                writer.abort()
+            raise
         return {"task": task, "part": part if writer is not None else None, "paths": paths}
 
     def on_write_complete(self, write_result: Any) -> None:
@@ -913,13 +923,12 @@ class ArcxDatasink(Datasink):
                     )
                 seen[path] = report["task"]
         parts = [report["part"] for report in reports if report["part"] is not None]
-        if parts:
-            self.result = binfmt.arcx.merge(parts, self.location)
-        else:
-            self.result = binfmt.arcx.Writer(
-                self.location, level=self.level, dialect=self.dialect
-            ).finish()
-        _remove_tree(self.temporary)
+        # No parts (no rows): an empty archive.
+        self.result = binfmt.arcx.merge(parts, self.location, dialect=self.dialect)
+        try:
+            _remove_tree(self.temporary)
+        except OSError as error:
+            warnings.warn(f"{self.location} is written, but {self.temporary} could not be removed: {error}")
 
     def on_write_failed(self, error: Exception) -> None:
         try:
