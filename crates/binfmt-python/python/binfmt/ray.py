@@ -377,10 +377,11 @@ def read_taridx(
     opened): each read task reads a run of consecutive samples that starts
     and ends at shard boundaries, except when there are fewer shards than
     tasks, where shards are cut into equal sample ranges (of at least
-    1,024 samples). Each task opens
-    the index and the shards it reads itself, and yields a block every 64
-    MiB of payload. ``override_num_blocks``, ``concurrency`` and
-    ``ray_remote_args`` are ``ray.data.read_datasource``'s.
+    1,024 samples). Each task opens the index and the shards it reads
+    itself (a remote fold's samples are fetched 16 at a time, one range
+    request each), and yields a block every 64 MiB of payload.
+    ``override_num_blocks``, ``concurrency`` and ``ray_remote_args`` are
+    ``ray.data.read_datasource``'s.
     """
     return ray.data.read_datasource(
         TaridxDatasource(locations, extensions=extensions),
