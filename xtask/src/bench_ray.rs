@@ -35,7 +35,10 @@ pub fn run(root: &Path, python: &Path, dir: &Path, samples: usize) -> Result<Str
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), std::path::PathBuf::from);
     let _cluster = if target.join("ray.env").exists() {
-        eprintln!("using the running Ray cluster ({})", target.join("ray.env").display());
+        eprintln!(
+            "using the running Ray cluster ({})",
+            target.join("ray.env").display()
+        );
         None
     } else {
         run_command(
