@@ -73,6 +73,26 @@ fn taridx_index(
     jobs: Option<usize>,
 ) -> PyResult<()> {
     let options = index_options(key_rule, jobs)?;
+    if binfmt::is_remote(&out) {
+        // An `s3://` index: the fold is published there, shards first.
+        return remote::detach(py, || -> Result<(), remote::BoxError> {
+            let shards = binfmt_taridx::expand_shard_patterns(&shards)?;
+            let target = binfmt::outputs::Output::open(
+                &out,
+                std::sync::Arc::new(binfmt_core::Inputs::new(&shards)),
+                &remote::open_options().remote,
+            )?;
+            binfmt_taridx::publish_fold(
+                &shards,
+                target.dir.as_ref(),
+                &target.name,
+                options,
+                || {},
+            )?;
+            Ok(())
+        })?
+        .map_err(|error| errors::binfmt(error.as_ref()));
+    }
     remote::detach(py, || {
         let shards = binfmt_taridx::expand_shard_patterns(&shards)?;
         binfmt_taridx::write_index(&shards, &out, options, || {})

@@ -428,6 +428,10 @@ fn named_by_url(blocks: &[Block]) -> Vec<String> {
             for (at, _) in block.script.match_indices(prefix) {
                 let rest = &block.script[at + prefix.len()..];
                 let name = rest.split_whitespace().next().unwrap_or_default();
+                // A URL the template has no file for is an output.
+                if !template().join(name).exists() {
+                    continue;
+                }
                 names.push(name.to_owned());
                 let Some(fold) = name.strip_suffix(".taridx") else {
                     continue;

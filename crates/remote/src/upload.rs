@@ -211,7 +211,7 @@ impl Upload {
         if self.position < part {
             let at = usize::try_from(self.position).map_err(io::Error::other)?;
             let n = data.len().min(self.options.part_size - at);
-            overwrite(&mut self.head, at, &data[..n]);
+            overwrite(&mut self.head, at, data.get(..n).unwrap_or_default());
             self.advance(n);
             return Ok(n);
         }
@@ -226,7 +226,7 @@ impl Upload {
         }
         let at = usize::try_from(self.position - self.tail_start).map_err(io::Error::other)?;
         let n = data.len().min(self.options.part_size - at);
-        overwrite(&mut self.tail, at, &data[..n]);
+        overwrite(&mut self.tail, at, data.get(..n).unwrap_or_default());
         self.advance(n);
         if self.tail.len() == self.options.part_size && self.position == self.len {
             self.send_tail()?;
@@ -355,7 +355,9 @@ fn overwrite(buffer: &mut Vec<u8>, at: usize, data: &[u8]) {
     if end > buffer.len() {
         buffer.resize(end, 0);
     }
-    buffer[at..end].copy_from_slice(data);
+    if let Some(slot) = buffer.get_mut(at..end) {
+        slot.copy_from_slice(data);
+    }
 }
 
 /// The worker: starts the upload, sends each part handed to it (at most

@@ -42,7 +42,9 @@ use crate::tar::{BLOCK, Member};
 /// writer.write("a", &[("txt", b"one".as_slice())])?;
 /// let shards = writer.finish_shards()?;
 /// write_index_of_reports(out.as_ref(), "train.taridx", &shards, KeyRule::Glzn)?;
-/// let dataset = Dataset::open(dir.path().join("train.taridx"))?;
+/// let index = dir.path().join("train.taridx");
+/// // The names are not the fold's own: the shard list beside it finds them.
+/// let dataset = Dataset::open(&index, &binfmt_taridx::find_shards(&index)?)?;
 /// assert_eq!(dataset.lookup_verified("a")?.len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

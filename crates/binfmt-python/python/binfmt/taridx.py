@@ -94,7 +94,9 @@ def index(
     every ``binfmt`` command find it. ``key_rule`` is ``"glzn"`` (the base name up to its first
     dot) or ``"webdataset"`` (the whole path up to the first dot of the base
     name, as webdataset and wids group members). ``jobs`` threads scan
-    shards (one per core by default)."""
+    shards (one per core by default). An ``s3://`` ``out`` publishes the
+    fold there: each shard is copied under its file name, then the index
+    is written (as ``binfmt taridx index ... -o s3://...`` does)."""
     if isinstance(shards, (str, bytes, os.PathLike)):
         shards = [shards]
     _binfmt.taridx_index(

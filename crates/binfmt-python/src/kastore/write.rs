@@ -104,6 +104,17 @@ fn writer<'a>(arrays: &[(&'a [u8], ItemType, &'a [u8])]) -> Result<Writer<'a>, K
 /// file stay valid; a FIFO or device is written in place.
 fn write_path(arrays: &[(&[u8], ItemType, &[u8])], path: &Path) -> Result<(), KastError> {
     let io = |error| KastError::Core(binfmt_core::Error::io(path, error));
+    if binfmt::is_remote(path) {
+        // An `s3://` object: one upload, appearing whole when complete.
+        let remote = crate::remote::open_options().remote;
+        let out = binfmt::outputs::Output::open(path, std::sync::Arc::default(), &remote)
+            .map_err(|error| io(std::io::Error::other(error.to_string())))?;
+        let created = out
+            .create()
+            .map_err(|error| io(std::io::Error::other(error.to_string())))?;
+        writer(arrays)?.write_destination(created)?;
+        return Ok(());
+    }
     match std::fs::metadata(path) {
         Ok(metadata) if metadata.is_dir() => {
             // EISDIR, what `open(path, "wb")` fails with.
