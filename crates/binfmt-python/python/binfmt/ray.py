@@ -655,7 +655,9 @@ def write_taridx(
     done the driver renames the shards to the fold's names in task order,
     writes the index from the members the tasks reported (no shard is read
     again), last, so a reader never sees an index without its shards, and
-    removes the temporary directory. The fold is byte for byte the one
+    removes the temporary directory (on S3 a rename is a server-side copy
+    then a delete, for objects up to 5 GB: keep ``shard_bytes`` below
+    that; the default is 3 GB). The fold is byte for byte the one
     ``binfmt taridx pack`` writes for the same samples in the same order
     whenever the shards are cut at the same samples (one block, or
     ``shard_samples`` dividing every block's row count).
