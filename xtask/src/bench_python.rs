@@ -15,6 +15,33 @@ use std::process::Command;
 /// interpreter, `dir` where the benchmark writes its files. Returns what
 /// the scripts printed (their tables), which is printed as it comes too.
 pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<String, String> {
+    install_package(root, python, dir)?;
+    std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
+    let mut tables = String::new();
+    for bench in ["bench_kastore.py", "bench_taridx.py"] {
+        let output = Command::new(python)
+            .arg(root.join("crates/binfmt-python/bench").join(bench))
+            .arg("--dir")
+            .arg(dir)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .map_err(|error| format!("{bench}: {error}"))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        print!("{text}");
+        if !output.status.success() {
+            return Err(format!("{bench} failed: {}", output.status));
+        }
+        if !tables.is_empty() {
+            tables.push('\n');
+        }
+        tables.push_str(&text);
+    }
+    Ok(tables)
+}
+
+/// Builds the Python package (release) with the venv's maturin into
+/// `dir/wheels` and installs it into the venv of `python`.
+pub fn install_package(root: &Path, python: &Path, dir: &Path) -> Result<(), String> {
     let bin = python
         .parent()
         .ok_or_else(|| format!("{}: not a venv's python", python.display()))?;
@@ -46,31 +73,10 @@ pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<String, String> {
                 "--no-deps",
             ])
             .arg(&wheel),
-    )?;
-    std::fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
-    let mut tables = String::new();
-    for bench in ["bench_kastore.py", "bench_taridx.py"] {
-        let output = Command::new(python)
-            .arg(root.join("crates/binfmt-python/bench").join(bench))
-            .arg("--dir")
-            .arg(dir)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .map_err(|error| format!("{bench}: {error}"))?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        print!("{text}");
-        if !output.status.success() {
-            return Err(format!("{bench} failed: {}", output.status));
-        }
-        if !tables.is_empty() {
-            tables.push('\n');
-        }
-        tables.push_str(&text);
-    }
-    Ok(tables)
+    )
 }
 
-fn run_command(command: &mut Command) -> Result<(), String> {
+pub(crate) fn run_command(command: &mut Command) -> Result<(), String> {
     let status = command
         .status()
         .map_err(|error| format!("{:?}: {error}", command.get_program()))?;

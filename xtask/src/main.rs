@@ -10,7 +10,9 @@
 //!   [`limits`]); `--scale` adds each main operation at 10x and 100x its
 //!   size. `bench python` builds the Python package and times
 //!   `binfmt.kastore` against the `kastore` package and
-//!   `binfmt.taridx.Dataset` against `wids`.
+//!   `binfmt.taridx.Dataset` against `wids`. `bench ray` builds it too and
+//!   times `binfmt.ray` against Ray Data's WebDataset writer and reader on
+//!   a two-node Ray cluster (`--ray-samples`, 1,000,000 by default).
 //!   With `--markdown`, the table (or the Python benchmarks' tables) also
 //!   goes into `docs/benchmarks.md`, stamped with the command, the machine
 //!   and the date ([`xtask::bench_page`]).
@@ -29,6 +31,7 @@ mod bench_arcx;
 mod bench_mount;
 mod bench_par4;
 mod bench_python;
+mod bench_ray;
 mod bench_remote;
 mod fuzz;
 mod limits;
@@ -76,6 +79,9 @@ enum Task {
         /// command, the machine and the date.
         #[arg(long)]
         markdown: bool,
+        /// Samples of `bench ray`.
+        #[arg(long, default_value_t = 1_000_000)]
+        ray_samples: usize,
     },
     /// Run the fuzz targets of fuzz/ (cargo-fuzz, nightly) for a while each.
     Fuzz {
@@ -112,6 +118,9 @@ enum BenchFormat {
     Remote,
     /// Mounted files through FUSE, next to `arcx mount` and ratarmount.
     Mount,
+    /// `binfmt.ray` against Ray Data's WebDataset writer and reader on a
+    /// two-node Ray cluster (only when asked for: it builds the package).
+    Ray,
 }
 
 fn main() -> ExitCode {
@@ -128,9 +137,11 @@ fn main() -> ExitCode {
             arcx,
             scale,
             markdown,
+            ray_samples,
         } => bench(
             format,
             &bench::Settings { dir, python, scale },
+            ray_samples,
             glzn.as_deref(),
             &arcx,
         )
@@ -169,6 +180,7 @@ fn invocation() -> String {
 fn bench(
     only: Option<BenchFormat>,
     settings: &bench::Settings,
+    ray_samples: usize,
     glzn: Option<&Path>,
     arcx: &Path,
 ) -> Result<(&'static str, String), String> {
@@ -176,6 +188,10 @@ fn bench(
     if only == Some(BenchFormat::Python) {
         let tables = bench_python::run(workspace_root(), python, &dir.join("python"))?;
         return Ok(("python", tables));
+    }
+    if only == Some(BenchFormat::Ray) {
+        let table = bench_ray::run(workspace_root(), python, dir, ray_samples)?;
+        return Ok(("ray", table));
     }
     let mut report = report::Report::default();
     let formats = only.map_or_else(
@@ -204,7 +220,7 @@ fn bench(
             BenchFormat::Arcx => {
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
-            BenchFormat::Par4 | BenchFormat::Python => None,
+            BenchFormat::Par4 | BenchFormat::Python | BenchFormat::Ray => None,
             BenchFormat::Mount => {
                 if !arcx.exists() {
                     Some(format!("no arcx 0.3.0 at {}", arcx.display()))
@@ -245,7 +261,7 @@ fn bench(
             (BenchFormat::Taridx, None) => {}
             (BenchFormat::Arcx, _) => bench_arcx::run(settings, arcx, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
-            (BenchFormat::Python, _) => {}
+            (BenchFormat::Python | BenchFormat::Ray, _) => {}
             (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
             (BenchFormat::Mount, _) => bench_mount::run(dir, arcx, &mut report)?,
         }
@@ -261,6 +277,7 @@ fn bench(
         Some(BenchFormat::Python) => "python",
         Some(BenchFormat::Remote) => "remote",
         Some(BenchFormat::Mount) => "mount",
+        Some(BenchFormat::Ray) => "ray",
     };
     Ok((key, table))
 }

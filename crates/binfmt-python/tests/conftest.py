@@ -62,3 +62,57 @@ def test_servers() -> dict[str, str]:
             pytest.fail(f"{path} is missing: the servers are not running (bash .ci/servers start)")
         pytest.skip("the test servers are not running (bash .ci/servers start)")
     return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def _env_file(variable: str, name: str) -> pathlib.Path:
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    return pathlib.Path(os.environ.get(variable, target / name))
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """The Ray module, connected to the two-node cluster ``bash
+    .ci/ray-cluster start`` runs (its address from ``target/ray.env``);
+    skips (fails when interop is required) when it is not running. The S3
+    variables of the test servers, when they run, are given to every task
+    of the job (``runtime_env``): workers start from the nodes'
+    environment, not the driver's."""
+    path = _env_file("BINFMT_RAY_ENV", "ray.env")
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        if os.environ.get("BINFMT_INTEROP") == "require":
+            pytest.fail(f"{path} is missing: the Ray cluster is not running (bash .ci/ray-cluster start)")
+        pytest.skip("the Ray cluster is not running (bash .ci/ray-cluster start)")
+    address = dict(line.split("=", 1) for line in lines if "=" in line)["RAY_ADDRESS"]
+    ray = reference("ray")
+    import ray.data
+
+    env_vars = {}
+    try:
+        servers = dict(
+            line.split("=", 1)
+            for line in _env_file("BINFMT_SERVERS_ENV", "servers.env").read_text().splitlines()
+            if "=" in line
+        )
+    except OSError:
+        servers = {}
+    if servers:
+        env_vars = {
+            "AWS_ENDPOINT_URL": servers["BINFMT_S3_ENDPOINT"],
+            "AWS_ACCESS_KEY_ID": servers["BINFMT_S3_ACCESS_KEY_ID"],
+            "AWS_SECRET_ACCESS_KEY": servers["BINFMT_S3_SECRET_ACCESS_KEY"],
+            "AWS_REGION": servers["BINFMT_S3_REGION"],
+            "AWS_ALLOW_HTTP": "true",
+        }
+    ray.init(
+        address=address,
+        logging_level="ERROR",
+        log_to_driver=False,
+        runtime_env={"env_vars": env_vars} if env_vars else None,
+    )
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    yield ray
+    ray.shutdown()
