@@ -1,8 +1,8 @@
 //! Everything reading, packing or extracting an archive can fail with.
 
+use std::fmt;
 use std::io;
-
-use crate::merge::MergePart;
+use std::path::PathBuf;
 
 /// `Result` with [`ArcxError`].
 pub type Result<T, E = ArcxError> = std::result::Result<T, E>;
@@ -188,5 +188,21 @@ impl ArcxError {
     /// ([`binfmt_core::carry`]).
     pub(crate) fn into_io(self) -> io::Error {
         binfmt_core::carry::into_io(self)
+    }
+}
+
+/// One part of a merge, as errors name it: its position among the parts
+/// (from 0) and its source's name (its path or URL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergePart {
+    /// Its position among the parts, from 0.
+    pub index: usize,
+    /// Its source's name.
+    pub name: PathBuf,
+}
+
+impl fmt::Display for MergePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "part {} ({})", self.index, self.name.display())
     }
 }

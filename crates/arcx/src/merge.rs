@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use binfmt_core::{AtomicFile, Source, SourceExt};
 
 use crate::block::{MAX_WINDOW_LOG, data_error, zstd_step};
+pub use crate::error::MergePart;
 use crate::error::{ArcxError, Result};
 use crate::format::{Codec, Dialect, HEADER_SIZE};
 use crate::manifest::{BlockRecord, ChunkRecord, Config, FileKind, ManifestBuilder};
@@ -66,22 +67,6 @@ impl MergeOptions {
     pub fn dialect(mut self, dialect: Dialect) -> Self {
         self.dialect = Some(dialect);
         self
-    }
-}
-
-/// One part of a merge, as errors name it: its position among the parts
-/// (from 0) and its source's name (its path or URL).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MergePart {
-    /// Its position among the parts, from 0.
-    pub index: usize,
-    /// Its source's name.
-    pub name: PathBuf,
-}
-
-impl fmt::Display for MergePart {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "part {} ({})", self.index, self.name.display())
     }
 }
 
