@@ -175,7 +175,28 @@ fn taridx_write_index(
         })
         .collect();
     remote::detach(py, || -> Result<u64, remote::BoxError> {
-        let out = binfmt::outputs::Output::open(&location, Arc::default(), &remote_options())?;
+        let mut gate = binfmt_core::Inputs::default();
+        if !binfmt::is_remote(&location) {
+            // Local shards are inputs: each must be the regular file of
+            // the size reported (checked on its descriptor, no byte read),
+            // and the index may not replace one.
+            let dir = location.parent().unwrap_or(std::path::Path::new(""));
+            for shard in &shards {
+                let path = dir.join(&shard.name);
+                let (_, size) = binfmt_core::input::open(&path)?;
+                if size != shard.size {
+                    return Err(format!(
+                        "{}: {size} bytes, reported as {}: the shard changed after it was written",
+                        binfmt_core::print::line(format_args!("{}", path.display())),
+                        shard.size
+                    )
+                    .into());
+                }
+                gate.add(&path);
+            }
+        }
+        let out = binfmt::outputs::Output::open(&location, Arc::new(gate), &remote_options())?;
+        out.dir.check(&out.name)?;
         Ok(binfmt_taridx::write_index_of_reports(
             out.dir.as_ref(),
             &out.name,

@@ -43,6 +43,7 @@ TABLE = {
     "binfmt.par4.open": ("par4", False, "dict(binfmt.par4.open(path).map())"),
     "binfmt.par4.File": ("par4", False, "binfmt.par4.File(path).verify()"),
     "binfmt.taridx.index": ("tar", True, "binfmt.taridx.index([path], out)"),
+    "binfmt.taridx.write_index": ("tar", True, "binfmt.taridx.write_index(out, [(os.path.basename(path), [], os.path.getsize(path))])"),
     "binfmt.taridx.index_fold": ("tar", False, "binfmt.taridx.index_fold(os.path.dirname(path), 'fold')"),
     "binfmt.taridx.Index": ("taridx", False, "binfmt.taridx.Index(path).verify()"),
     "binfmt.taridx.Dataset": ("taridx", False, "binfmt.taridx.Dataset(path)[0]"),
@@ -64,6 +65,11 @@ NOT_FILE_ENTRY_POINTS = {
     # (a FIFO, device or directory refused; a symlink replaced, never
     # followed), tested in test_arcx.py.
     "binfmt.arcx.Writer",
+    # The same for shards: written through the output gate, no file read.
+    "binfmt.taridx.ShardWriter",
+    # Names moved, removed or listed: no file's bytes are read or written
+    # (a local rename is rename(2), atomic, onto what the caller names).
+    "binfmt.rename", "binfmt.remove", "binfmt.list_prefix",
     "binfmt.par4.LazyMap",
     "binfmt.taridx.Sampler",
     "binfmt.kastore.loads", "binfmt.kastore.dumps", "binfmt.kastore.get_include",
@@ -132,7 +138,8 @@ def make_input(kind: str, root: pathlib.Path, stem: str) -> pathlib.Path:
 
 def output_for(name: str, root: pathlib.Path) -> pathlib.Path:
     suffix = {"binfmt.convert": ".kas", "binfmt.arcx.pack": ".arcx",
-              "binfmt.taridx.index": ".taridx", "binfmt.kastore.dump": ".kas"}.get(name, ".out")
+              "binfmt.taridx.index": ".taridx", "binfmt.taridx.write_index": ".taridx",
+              "binfmt.kastore.dump": ".kas"}.get(name, ".out")
     return root / f"output{suffix}"
 
 

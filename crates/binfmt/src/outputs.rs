@@ -55,6 +55,14 @@ impl Output {
         let location = location.as_ref();
         let text = location.to_str();
         if let Some(url) = text.filter(|text| binfmt_remote::is_remote(text)) {
+            // URL parsing drops tabs and newlines silently: an output named
+            // with one is refused, never written under another name.
+            if url.chars().any(char::is_control) {
+                return Err(Error::Unsupported {
+                    file: binfmt_core::print::line(binfmt_core::print::redact(url)),
+                    why: "an output URL holds a control character: percent-encode it".into(),
+                });
+            }
             let (dir, name) = split_location(url);
             check_name(url, name)?;
             let dir = remote_dir(dir, inputs, remote)?;

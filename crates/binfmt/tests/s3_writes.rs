@@ -446,3 +446,94 @@ fn a_killed_writer_leaves_no_object_and_no_upload() {
         );
     }
 }
+
+/// What the outside attack found, refused: a TARIDX index read from S3
+/// written over by `taridx pack`, shards published under the index's or
+/// its list's name, and control characters dropped from an output URL.
+#[test]
+fn remote_inputs_sidecar_names_and_control_characters_are_refused() {
+    let Some(servers) = servers() else { return };
+    let secret = servers.s3_secret_access_key.as_str();
+    let prefix = run_prefix("refusals");
+    let s3 = |name: &str| format!("s3://{}/{prefix}/{name}", servers.s3_bucket);
+    let scratch = tempfile::tempdir().unwrap();
+    let samples = scratch.path().join("samples");
+    std::fs::create_dir_all(&samples).unwrap();
+    for i in 0..5 {
+        std::fs::write(samples.join(format!("k{i}.txt")), format!("{i}")).unwrap();
+    }
+    let samples = samples.to_str().unwrap();
+    ok(run(
+        servers,
+        secret,
+        &["taridx", "pack", samples, "-o", &s3("train.taridx")],
+    ));
+    let index = servers.s3_get(&format!("{prefix}/train.taridx")).unwrap();
+    let refused = run(
+        servers,
+        secret,
+        &[
+            "taridx",
+            "pack",
+            &s3("train.taridx"),
+            "-o",
+            &s3("train.taridx"),
+        ],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("never writes its output over"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert_eq!(
+        servers.s3_get(&format!("{prefix}/train.taridx")).unwrap(),
+        index
+    );
+
+    let local = scratch.path().join("local");
+    ok(run(
+        servers,
+        secret,
+        &[
+            "taridx",
+            "pack",
+            samples,
+            "-o",
+            local.join("x.taridx").to_str().unwrap(),
+        ],
+    ));
+    for name in ["pub.taridx", "pub.taridx.shards.json"] {
+        let shard = scratch.path().join("odd").join(name);
+        std::fs::create_dir_all(shard.parent().unwrap()).unwrap();
+        std::fs::copy(local.join("x_0000.tar"), &shard).unwrap();
+        let refused = run(
+            servers,
+            secret,
+            &[
+                "taridx",
+                "index",
+                shard.to_str().unwrap(),
+                "-o",
+                &s3("pub/pub.taridx"),
+            ],
+        );
+        assert!(!refused.status.success());
+        assert!(
+            text(&refused.stderr).contains("named as the index"),
+            "{}",
+            text(&refused.stderr)
+        );
+        assert_eq!(servers.s3_get(&format!("{prefix}/pub/{name}")), None);
+    }
+
+    for bad in ["raw\nname.arcx", "tab\tname.arcx"] {
+        let refused = run(servers, secret, &["arcx", "pack", samples, "-o", &s3(bad)]);
+        assert!(!refused.status.success());
+        assert!(
+            text(&refused.stderr).contains("control character"),
+            "{}",
+            text(&refused.stderr)
+        );
+    }
+}

@@ -202,18 +202,25 @@ impl HttpService for Counting {
             .query()
             .is_some_and(|query| query.contains("list-type="));
         let metadata = metadata_answer(request.uri().path());
+        let writing = matches!(request.method().as_str(), "POST" | "PUT" | "DELETE");
         let response = self.inner.execute(request).await?;
         if let Some(kind) = metadata
             && response.status().is_success()
         {
             return checked_metadata(response, kind).await;
         }
-        let limit = body_limit(
-            response.status().as_u16(),
-            range.as_deref(),
-            listing,
-            self.whole_limit,
-        );
+        let limit = if writing {
+            // An upload's answers (an upload id, a part's ETag, a
+            // completion) are small: never the whole-object limit.
+            ERROR_BODY_LIMIT
+        } else {
+            body_limit(
+                response.status().as_u16(),
+                range.as_deref(),
+                listing,
+                self.whole_limit,
+            )
+        };
         let exchange = Exchange {
             range,
             status: response.status().as_u16(),

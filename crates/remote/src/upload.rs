@@ -34,6 +34,7 @@
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -108,11 +109,56 @@ struct InProgress {
     id: String,
 }
 
+/// Set by [`abort_uploads`]: no upload starts, completes or is put whole
+/// from then on.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Requests in flight that would leave something behind if the process
+/// exited during them (starting an upload, a whole-object PUT, completing
+/// an upload): [`abort_uploads`] waits for them.
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one request in [`BUSY`] while it lives.
+struct Busy;
+
+impl Busy {
+    fn start() -> Self {
+        BUSY.fetch_add(1, Ordering::SeqCst);
+        Self
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        BUSY.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn stopping() -> bool {
+    STOPPING.load(Ordering::SeqCst)
+}
+
+fn stopped(location: &Location) -> RemoteError {
+    RemoteError::Request {
+        url: location.display.clone(),
+        message: "stopped by a signal: the upload was aborted".into(),
+    }
+}
+
 /// Aborts every multipart upload this process has in progress, for a
 /// signal handler that is about to exit: what they wrote never appears,
-/// and no incomplete upload is left behind. Waits at most a few seconds in
-/// all. Returns how many were aborted.
+/// and no incomplete upload is left behind. From the first call on, no
+/// upload starts or completes and no whole object is put (a writer still
+/// running gets an error); requests already in flight that could leave
+/// something (an upload being started, a whole object being put, an upload
+/// being completed) are waited for, and what they left is removed. Waits
+/// at most about 15 seconds in all. Returns how many uploads were aborted.
 pub fn abort_uploads() -> usize {
+    STOPPING.store(true, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while BUSY.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let uploads = std::mem::take(&mut *lock(&IN_PROGRESS));
     if uploads.is_empty() {
         return 0;
@@ -305,6 +351,10 @@ impl Upload {
             let payload = PutPayload::from(whole);
             let family = Arc::clone(&self.family);
             let location = self.location.clone();
+            let _busy = Busy::start();
+            if stopping() {
+                return Err(stopped(&location));
+            }
             return family.block_on(&location.display, async {
                 family
                     .operation(
@@ -312,8 +362,13 @@ impl Upload {
                         "the upload",
                         family.store().put(&location.path, payload),
                     )
-                    .await
-                    .map(drop)
+                    .await?;
+                if stopping() {
+                    // Put while a signal stopped the process: taken back.
+                    let _ = family.store().delete(&location.path).await;
+                    return Err(stopped(&location));
+                }
+                Ok(())
             });
         }
         let head = Bytes::from(std::mem::take(&mut self.head));
@@ -371,6 +426,10 @@ async fn send_parts(
     concurrency: usize,
 ) -> Result<()> {
     let path = &location.path;
+    let busy = Busy::start();
+    if stopping() {
+        return Err(stopped(location));
+    }
     let id = family
         .operation(
             location,
@@ -378,11 +437,17 @@ async fn send_parts(
             multipart.create_multipart(path),
         )
         .await?;
+    // Registered before `busy` ends, so a signal handler waiting for it
+    // finds the upload and aborts it.
     lock(&IN_PROGRESS).push(InProgress {
         store: Arc::clone(&multipart),
         path: path.clone(),
         id: id.clone(),
     });
+    drop(busy);
+    if stopping() {
+        return Err(stopped(location));
+    }
     let sent = async {
         let mut done: Vec<(usize, PartId)> = Vec::new();
         let mut in_flight = FuturesUnordered::new();
@@ -442,16 +507,24 @@ async fn send_parts(
         Ok((true, mut done)) => {
             done.sort_by_key(|(index, _)| *index);
             let contiguous = done.iter().enumerate().all(|(at, (index, _))| at == *index);
-            if contiguous {
+            let _busy = Busy::start();
+            if stopping() {
+                Err(stopped(location))
+            } else if contiguous {
                 let parts = done.into_iter().map(|(_, part)| part).collect();
-                family
+                let completed = family
                     .operation(
                         location,
                         "completing the upload",
                         multipart.complete_multipart(path, &id, parts),
                     )
-                    .await
-                    .map(drop)
+                    .await;
+                if completed.is_ok() && stopping() {
+                    // Completed while a signal stopped the process: taken back.
+                    let _ = family.store().delete(path).await;
+                    return Err(stopped(location));
+                }
+                completed.map(drop)
             } else {
                 Err(RemoteError::Request {
                     url: location.display.clone(),

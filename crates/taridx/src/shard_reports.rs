@@ -70,6 +70,7 @@ pub fn write_index_of_reports(
     let mut rows = 0u64;
     for (fid, shard) in shards.iter().enumerate() {
         check_shard_name(&shard.name)?;
+        refuse_sidecar_name(&shard.name, index_name)?;
         check_members(shard)?;
         let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards {
             count: shards.len(),
@@ -195,6 +196,7 @@ fn published_names(
                 why: "two shards have this file name: they would be one object under the prefix",
             });
         }
+        refuse_sidecar_name(name, index_name)?;
         out.check(name)?;
         names.push(name.to_owned());
     }
@@ -232,6 +234,18 @@ fn publish_indexed(
     write_index_and_list(out, index_name, builder, &listed)?;
     names.push(index_name.to_owned());
     Ok(names)
+}
+
+/// A shard may not be named as the index or its shard list beside it:
+/// writing those would replace the shard.
+fn refuse_sidecar_name(name: &str, index_name: &str) -> Result<()> {
+    if name == index_name || name == format!("{index_name}{SHARD_LIST_SUFFIX}") {
+        return Err(TaridxError::BadName {
+            name: name.to_owned(),
+            why: "a shard is named as the index or its shard list, which are written beside it",
+        });
+    }
+    Ok(())
 }
 
 /// A shard name relative to the index's directory: `/`-separated, no

@@ -102,9 +102,8 @@ pub(super) fn pack(args: &PackArgs) -> CommandResult {
         None
     } else {
         let source = binfmt::open(&args.input).map_err(output::failed)?;
-        for path in source.inputs() {
-            inputs.add(path);
-        }
+        // Local files by device and inode, remote ones by URL and ETag.
+        inputs = binfmt::outputs::gate_inputs(source.as_ref());
         for entry in source.list().map_err(output::failed)? {
             files.push((
                 entry.name.clone(),
