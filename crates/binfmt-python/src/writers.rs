@@ -175,12 +175,25 @@ fn taridx_write_index(
         })
         .collect();
     remote::detach(py, || -> Result<u64, remote::BoxError> {
+        let index_name = location
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or_default();
+        let local = !binfmt::is_remote(&location);
+        let dir = location.parent().unwrap_or(std::path::Path::new(""));
+        // Local shards are inputs: the index may not replace one.
         let mut gate = binfmt_core::Inputs::default();
-        if !binfmt::is_remote(&location) {
-            // Local shards are inputs: each must be the regular file of
-            // the size reported (checked on its descriptor, no byte read),
-            // and the index may not replace one.
-            let dir = location.parent().unwrap_or(std::path::Path::new(""));
+        if local {
+            for shard in &shards {
+                gate.add(dir.join(&shard.name));
+            }
+        }
+        let out = binfmt::outputs::Output::open(&location, Arc::new(gate), &remote_options())?;
+        out.dir.check(&out.name)?;
+        binfmt_taridx::check_reports(index_name, &shards)?;
+        if local {
+            // Each must be the regular file of the size reported (checked
+            // on its descriptor, no byte read).
             for shard in &shards {
                 let path = dir.join(&shard.name);
                 let (_, size) = binfmt_core::input::open(&path)?;
@@ -192,11 +205,8 @@ fn taridx_write_index(
                     )
                     .into());
                 }
-                gate.add(&path);
             }
         }
-        let out = binfmt::outputs::Output::open(&location, Arc::new(gate), &remote_options())?;
-        out.dir.check(&out.name)?;
         Ok(binfmt_taridx::write_index_of_reports(
             out.dir.as_ref(),
             &out.name,

@@ -76,6 +76,8 @@ pub use shard_list::{
     SHARD_LIST_SUFFIX, find_shards, find_shards_in, record_shards, shard_list_path,
 };
 pub use shard_patterns::expand_shard_patterns;
-pub use shard_reports::{publish_fold, publish_fold_indexed, write_index_of_reports};
+pub use shard_reports::{
+    check_reports, publish_fold, publish_fold_indexed, write_index_of_reports,
+};
 pub use shards::{ShardBytes, ShardFiles, ShardSet};
 pub use tar_writer::{TarWriter, check_member_name};

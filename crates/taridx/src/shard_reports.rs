@@ -66,12 +66,10 @@ pub fn write_index_of_reports(
             count: shards.len(),
         });
     }
+    check_reports(index_name, shards)?;
     let mut builder = IndexBuilder::new(rule);
     let mut rows = 0u64;
     for (fid, shard) in shards.iter().enumerate() {
-        check_shard_name(&shard.name)?;
-        refuse_sidecar_name(&shard.name, index_name)?;
-        check_members(shard)?;
         let fid = u16::try_from(fid).map_err(|_| TaridxError::TooManyShards {
             count: shards.len(),
         })?;
@@ -234,6 +232,18 @@ fn publish_indexed(
     write_index_and_list(out, index_name, builder, &listed)?;
     names.push(index_name.to_owned());
     Ok(names)
+}
+
+/// Checks reports as [`write_index_of_reports`] does before writing:
+/// every shard name relative and not the index's or its list's, every
+/// member within its shard, in order, on 512-byte blocks.
+pub fn check_reports(index_name: &str, shards: &[WrittenShard]) -> Result<()> {
+    for shard in shards {
+        check_shard_name(&shard.name)?;
+        refuse_sidecar_name(&shard.name, index_name)?;
+        check_members(shard)?;
+    }
+    Ok(())
 }
 
 /// A shard may not be named as the index or its shard list beside it:
