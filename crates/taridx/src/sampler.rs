@@ -198,12 +198,7 @@ impl EpochOrder {
         Ok(())
     }
 
-    /// Rank `rank`'s share of the positions from `start` on, dealt
-    /// round-robin over `world_size` ranks: `start + rank`, `start + rank
-    /// + world_size`, ... The remaining `n - start` positions give each
-    /// rank `⌈(n - start) / world_size⌉` (padded: positions past the end
-    /// wrap to the epoch's start), or `⌊(n - start) / world_size⌋` with
-    /// `drop_last` (the last `(n - start) mod world_size` left out).
+    /// Rank `rank`'s share of this order from `start` on: [`Share::new`].
     pub fn share(
         &self,
         start: u64,
@@ -211,19 +206,39 @@ impl EpochOrder {
         world_size: u64,
         drop_last: bool,
     ) -> Result<Share, SamplerError> {
+        Share::new(self.n, start, rank, world_size, drop_last)
+    }
+}
+
+impl Share {
+    /// Rank `rank`'s share of the positions of an epoch of `n` samples
+    /// from `start` on, dealt round-robin over `w = world_size` ranks:
+    /// positions `start + rank + k·w`. With `m = n - start` remaining,
+    /// each rank takes `⌈m / w⌉` (padded: positions past the end wrap to
+    /// the epoch's start), or `⌊m / w⌋` with `drop_last` (the last
+    /// `m mod w` left out).
+    pub fn new(
+        n: u64,
+        start: u64,
+        rank: u64,
+        world_size: u64,
+        drop_last: bool,
+    ) -> Result<Self, SamplerError> {
+        if n > MAX_LEN {
+            return Err(SamplerError::TooLong { n });
+        }
         if rank >= world_size || world_size > MAX_LEN {
             return Err(SamplerError::Rank { rank, world_size });
         }
-        let remaining = self
-            .n
+        let remaining = n
             .checked_sub(start)
-            .ok_or(SamplerError::Start { start, n: self.n })?;
+            .ok_or(SamplerError::Start { start, n })?;
         let len = match drop_last {
             true => remaining / world_size,
             false => remaining.div_ceil(world_size),
         };
         // start <= n <= 2^63 - 1 and rank < 2^63 - 1: the sum fits.
-        Ok(Share {
+        Ok(Self {
             first: start + rank,
             stride: world_size,
             len,
