@@ -29,6 +29,8 @@ class SamplerStateError(ValueError):
     """A sampler state that cannot be loaded: not a state, of another
     version, or of another dataset (the message says what differs)."""
 
+    __module__ = "binfmt.taridx"
+
 
 def _integer(name: str, value: Any, low: int, high: int) -> int:
     """``value`` as an ``int`` (``operator.index``: no float, string or
@@ -92,6 +94,9 @@ class Sampler:
     Every integer is checked: the length is below 2**63 (indices are
     int64), ``seed`` and epochs below 2**64.
     """
+
+    # Its public home (pickles name it there).
+    __module__ = "binfmt.taridx"
 
     def __init__(
         self,
@@ -312,7 +317,11 @@ class Sampler:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        # Samplers pickled before resume existed have no start and may
+        # have None for no shard starts.
+        self.__dict__.update({"start": 0, **state, "_cached": None})
+        if self._shard_starts is None:
+            self._shard_starts = []
 
     def __repr__(self) -> str:
         chunks = "" if self._chunk_size is None else f", chunk_size={self._chunk_size}"
