@@ -18,7 +18,9 @@
 //! - [`Index`]: a checked index over any [`binfmt_core::Source`], and
 //!   [`Index::verify`];
 //! - [`Dataset`]: samples, lookups, filters and member readers over index +
-//!   shards, opened lazily ([`shards`]).
+//!   shards, opened lazily ([`shards`]);
+//! - [`sampler`]: deterministic epoch orders for distributed training,
+//!   computed position by position, with exact resume.
 //!
 //! ```no_run
 //! use std::io::Read;
@@ -50,6 +52,7 @@ pub mod keys;
 mod member;
 mod places;
 mod sample_writer;
+pub mod sampler;
 mod shard_list;
 mod shard_patterns;
 mod shard_reports;

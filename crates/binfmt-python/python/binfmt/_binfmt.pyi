@@ -261,18 +261,29 @@ class _NativeDataset:
     def open_shard_count(self) -> int: ...
     def verify(self) -> int: ...
 
-def sample_order(
-    n: int,
-    seed: int,
-    epoch: int,
-    shuffle: bool,
-    chunk_size: Optional[int],
-    shard_starts: Optional[list[int]],
-    rank: int,
-    world_size: int,
-    drop_last: bool,
-) -> np.ndarray:
-    """One rank's sample order for one epoch."""
+class _EpochOrder:
+    """One epoch's global order of ``n`` samples (spec/sampler.md)."""
+
+    def __init__(
+        self,
+        n: int,
+        seed: int,
+        epoch: int,
+        shuffle: bool,
+        chunk_size: Optional[int],
+        shard_starts: Optional[list[int]],
+    ) -> None: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def chunk_count(self) -> Optional[int]: ...
+    def take(self, first: int, stride: int, count: int) -> np.ndarray:
+        """``g((first + k * stride) mod n)`` for ``k < count``, int64."""
+    def get(self, position: int) -> int: ...
+    def position_of(self, sample: int) -> int: ...
+
+def sample_share(n: int, start: int, rank: int, world_size: int, drop_last: bool) -> tuple[int, int, int]:
+    """``(first, stride, len)``: one rank's positions of an epoch from ``start``."""
 
 # PAR4 ----------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ shards; :class:`Dataset` uses it as a map-style dataset::
     sampler = taridx.Sampler(ds, seed=0, rank=0, world_size=8, chunk_size=64)
     sampler.set_epoch(3)
     for i in sampler: ...
+    state = sampler.state_dict(samples_seen)   # resume with any world size:
+    sampler = taridx.Sampler.load_state_dict(state, ds, rank=0, world_size=4)
 
 Shards are opened on first use and at most ``open_shards`` stay open. A
 dataset pickles as its arguments, so it crosses to ``multiprocessing``
@@ -35,13 +37,13 @@ into), and each sample is fetched with one range request::
 
 from __future__ import annotations
 
-import operator
 import os
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _FORKED_AWAY, BinfmtError, _binfmt, _PerProcess
+from ._sampler import Sampler, SamplerStateError, _integer
 
 __all__ = [
     "BinfmtError",
@@ -49,6 +51,7 @@ __all__ = [
     "Index",
     "ROW_DTYPE",
     "Sampler",
+    "SamplerStateError",
     "ShardWriter",
     "index",
     "index_fold",
@@ -60,20 +63,6 @@ StrPath = Union[str, "os.PathLike[str]"]
 #: The most shards a dataset keeps open: a fold has at most 65,536 (shard
 #: ids are 16 bits).
 MAX_OPEN_SHARDS = 1 << 16
-
-
-def _integer(name: str, value: Any, low: int, high: int) -> int:
-    """``value`` as an ``int`` (``operator.index``: no float, string or
-    bool), checked to lie in ``[low, high]``; the errors name ``name``."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, not {type(value).__name__}") from None
-    if not low <= number <= high:
-        raise ValueError(f"{name} = {number}: need {low} <= {name} <= {high}")
-    return number
 
 
 def index(
@@ -423,86 +412,6 @@ class Dataset:
 
 #: What a pickled dataset holds: its arguments and its length.
 _STATE = ("_index", "_shards", "_extensions", "_open_shards", "_map_shards", "_zero_copy", "_length")
-
-
-class Sampler:
-    """Deterministic sample orders for distributed training.
-
-    ``Sampler(dataset_or_length, *, shuffle=True, seed=0, rank=0,
-    world_size=1, chunk_size=None, drop_last=False)``. Each epoch's order
-    comes from ``(seed, epoch)`` alone (the same on every machine and run;
-    call :meth:`set_epoch`), then every rank takes every ``world_size``-th
-    index of it (the order padded by its own start, or cut with
-    ``drop_last``, to a multiple of ``world_size``), so ranks see disjoint
-    samples of equal count. With ``chunk_size`` (and a :class:`Dataset`),
-    samples are shuffled by chunks of at most ``chunk_size`` consecutive
-    samples of one shard: the chunks' order is shuffled, then the samples
-    in each chunk, as wids' chunked sampler does, so reads stay shard-local.
-    Usable as a PyTorch sampler (``__iter__``, ``__len__``, ``set_epoch``).
-
-    Every integer is checked: the length is below 2**63 (orders are int64
-    arrays), ``seed`` and epochs are below 2**64. An order is computed per
-    call: without shuffling, only this rank's share; shuffled, the whole
-    epoch's order is held while it is made (8 bytes a sample), and a
-    length memory cannot hold is ``MemoryError``.
-    """
-
-    def __init__(
-        self,
-        dataset: Union[Dataset, int],
-        *,
-        shuffle: bool = True,
-        seed: int = 0,
-        rank: int = 0,
-        world_size: int = 1,
-        chunk_size: Optional[int] = None,
-        drop_last: bool = False,
-    ) -> None:
-        length = len(dataset) if isinstance(dataset, Dataset) else dataset
-        self.length = _integer("length", length, 0, 2**63 - 1)
-        self.world_size = _integer("world_size", world_size, 1, 2**63 - 1)
-        self.rank = _integer("rank", rank, 0, 2**63 - 1)
-        if not self.rank < self.world_size:
-            raise ValueError(f"rank {rank} of world size {world_size}: need 0 <= rank < world_size")
-        self.shuffle = bool(shuffle)
-        self.seed = _integer("seed", seed, 0, 2**64 - 1)
-        self.drop_last = bool(drop_last)
-        self.epoch = 0
-        self._chunk_size: Optional[int] = None
-        self._shard_starts: Optional[list[int]] = None
-        if chunk_size is not None:
-            self._chunk_size = _integer("chunk_size", chunk_size, 1, 2**63 - 1)
-            if isinstance(dataset, Dataset):
-                fids = dataset.sample_shards()
-                # Chunks never cross a shard boundary: they restart at each.
-                self._shard_starts = (np.flatnonzero(np.diff(fids.astype(np.int64))) + 1).tolist()
-
-    def set_epoch(self, epoch: int) -> None:
-        """The epoch whose order :meth:`__iter__` gives next."""
-        self.epoch = _integer("epoch", epoch, 0, 2**64 - 1)
-
-    def order(self, epoch: Optional[int] = None) -> np.ndarray:
-        """This rank's sample indices for ``epoch`` (the current one by
-        default), as an array."""
-        return _binfmt.sample_order(
-            self.length,
-            self.seed,
-            self.epoch if epoch is None else _integer("epoch", epoch, 0, 2**64 - 1),
-            self.shuffle,
-            self._chunk_size,
-            self._shard_starts,
-            self.rank,
-            self.world_size,
-            self.drop_last,
-        )
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.order().tolist())
-
-    def __len__(self) -> int:
-        if self.drop_last:
-            return self.length // self.world_size
-        return -(-self.length // self.world_size)
 
 
 #: One shard as :meth:`ShardWriter.finish` reports it: its name, its
