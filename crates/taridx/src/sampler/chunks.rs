@@ -9,7 +9,7 @@
 
 use binfmt_core::alloc;
 
-use super::SamplerError;
+use super::error::SamplerError;
 use super::permutation::{Permutation, order_key};
 
 /// A chunk shorter than `size` (the last of a shard's run), where the
