@@ -13,6 +13,11 @@
 //! after `samples_seen` samples, with any world size, sees each of the
 //! rest exactly once.
 //!
+//! A [`Mixture`] (`mixture`, spec/mixture.md) interleaves several sources
+//! by weight: a fixed, balanced schedule of `2^16` positions says which
+//! source each position draws from, and each source's draws go through the
+//! sampler's shuffled orders of its samples, one cycle at a time.
+//!
 //! ```
 //! use binfmt_taridx::sampler::{EpochOrder, Shuffle};
 //!
@@ -25,11 +30,13 @@
 //! ```
 
 mod chunks;
+pub mod mixture;
 mod permutation;
 #[cfg(test)]
 mod tests;
 
 use chunks::{Chunks, Cursor};
+pub use mixture::{Mixture, MixtureError};
 pub use permutation::{Permutation, ROUNDS, epoch_key, mix, order_key, splitmix};
 
 /// The most samples an order holds: indices are `int64` in Python.
