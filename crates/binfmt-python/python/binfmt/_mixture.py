@@ -45,7 +45,7 @@ class Mixture:
     sample (:meth:`locate` says which): which source comes from a fixed
     schedule of 65,536 positions, repeated, in which every window of ``L``
     consecutive positions holds ``L`` × its weight of each source give or
-    take less than 2.2 for ``L = 10,000`` (weights are quantised to 1/65,536);
+    take less than 2.16 for ``L = 10,000`` (weights are quantised to 1/65,536);
     the ``k``-th draw of a source is position ``k mod len`` of a keyed
     permutation of its samples, a fresh one each time the source is drawn
     through (``k // len``, the cycle) and each epoch. So ``mix[0], mix[1],
