@@ -13,6 +13,11 @@
 //! after `samples_seen` samples, with any world size, sees each of the
 //! rest exactly once.
 //!
+//! A [`Mixture`](mixture::Mixture) (`mixture`, spec/mixture.md) interleaves several sources
+//! by weight: a fixed, balanced schedule of `2^16` positions says which
+//! source each position draws from, and each source's draws go through the
+//! sampler's shuffled orders of its samples, one cycle at a time.
+//!
 //! ```
 //! use binfmt_taridx::sampler::{EpochOrder, Shuffle};
 //!
@@ -26,6 +31,7 @@
 
 mod chunks;
 mod error;
+pub mod mixture;
 mod permutation;
 #[cfg(test)]
 mod tests;

@@ -285,6 +285,19 @@ class _EpochOrder:
 def sample_share(n: int, start: int, rank: int, world_size: int, drop_last: bool) -> tuple[int, int, int]:
     """``(first, stride, len)``: one rank's positions of an epoch from ``start``."""
 
+class _Mixture:
+    """A weighted interleaving of sources (spec/mixture.md)."""
+
+    def __init__(self, weights: list[float], lengths: list[int], samples: int, seed: int) -> None: ...
+    @property
+    def samples(self) -> int: ...
+    @property
+    def quotas(self) -> list[int]: ...
+    def locate(self, epoch: int, position: int) -> tuple[int, int]:
+        """``(source, sample)`` at ``position`` of epoch ``epoch``."""
+    def take(self, epoch: int, first: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sources and samples of positions ``first .. first + count``, int64."""
+
 # PAR4 ----------------------------------------------------------------------
 
 class _NativePar4:

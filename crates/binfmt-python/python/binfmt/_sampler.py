@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Optional, Sized, Union
 
 import numpy as np
 
 from . import _binfmt
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (taridx imports this module)
+    from ._mixture import Mixture
     from .taridx import Dataset
 
 #: The version of :meth:`Sampler.state_dict`'s dicts.
@@ -46,6 +47,23 @@ def _integer(name: str, value: Any, low: int, high: int) -> int:
     return number
 
 
+def _length(dataset: Any) -> int:
+    """The samples of ``dataset``: an integer itself, or ``len()`` of
+    anything with ``__len__`` (a :class:`Dataset`, a :class:`Mixture`, a
+    list)."""
+    if isinstance(dataset, (bool, np.bool_)):
+        raise TypeError("a sampler takes a dataset (anything with __len__) or a length, not a bool")
+    try:
+        length = operator.index(dataset)
+    except TypeError:
+        if not hasattr(dataset, "__len__"):
+            raise TypeError(
+                f"a sampler takes a dataset (anything with __len__) or a length, not {type(dataset).__name__}"
+            ) from None
+        length = len(dataset)
+    return _integer("length", length, 0, _MAX)
+
+
 def _digest(starts: list[int]) -> str:
     """SHA-256 (hex) of the run starts as little-endian ``u64``s."""
     return hashlib.sha256(np.asarray(starts, dtype="<u8").tobytes()).hexdigest()
@@ -63,6 +81,30 @@ def _iterate(order: _binfmt._EpochOrder, runs: Iterable[tuple[int, int, int]]) -
             yield from order.take((first + done * stride) % n, stride % n, size).tolist()
             done += size
             block = min(2 * block, _BLOCK)
+
+
+def _check_identity(stored: Any, given: Optional[dict[str, Any]]) -> None:
+    """Refuses a state whose dataset identity (``sampler_identity()``, or
+    ``None`` for a plain dataset or length) is not ``given``, saying
+    what differs."""
+    if stored == given:
+        return
+    if given is None:
+        raise SamplerStateError(
+            f"the state is of a {stored.get('kind') if isinstance(stored, dict) else stored!r} dataset "
+            "(its 'dataset'); this dataset has no identity: give the dataset the state was made from"
+        )
+    if not isinstance(stored, dict):
+        raise SamplerStateError(
+            f"the state is not of a {given.get('kind')} (its 'dataset' is {stored!r}): give the dataset "
+            "the state was made from"
+        )
+    differ = [key for key in sorted(set(stored) | set(given)) if stored.get(key) != given.get(key)]
+    details = ", ".join(f"{key} {stored.get(key)!r} in the state, {given.get(key)!r} here" for key in differ)
+    raise SamplerStateError(
+        f"the state is of another {given.get('kind')}: {details} (sha256 covers the weights as quantised "
+        "and the sources' lengths)"
+    )
 
 
 class Sampler:
@@ -91,6 +133,13 @@ class Sampler:
     DataLoader workers. Usable as a PyTorch sampler (``__iter__``,
     ``__len__``, ``set_epoch``).
 
+    ``dataset`` is a length or anything with ``__len__``. A dataset with a
+    ``set_epoch`` method (a :class:`Mixture`) is kept and follows the
+    sampler's epoch: set at construction, by :meth:`set_epoch`, by
+    :meth:`load_state_dict` and at every iteration. One with a
+    ``sampler_identity()`` method has that identity recorded in states,
+    and a state is loaded only into a dataset of the same identity.
+
     Every integer is checked: the length is below 2**63 (indices are
     int64), ``seed`` and epochs below 2**64.
     """
@@ -100,7 +149,7 @@ class Sampler:
 
     def __init__(
         self,
-        dataset: Union["Dataset", int],
+        dataset: Union["Dataset", "Mixture", Sized, int],
         *,
         shuffle: bool = True,
         seed: int = 0,
@@ -111,8 +160,7 @@ class Sampler:
     ) -> None:
         from .taridx import Dataset
 
-        length = len(dataset) if isinstance(dataset, Dataset) else dataset
-        self.length = _integer("length", length, 0, _MAX)
+        self.length = _length(dataset)
         self.world_size = _integer("world_size", world_size, 1, _MAX)
         self.rank = _integer("rank", rank, 0, _MAX)
         if not self.rank < self.world_size:
@@ -135,6 +183,17 @@ class Sampler:
                 fids = dataset.sample_shards()
                 self._shard_starts = (np.flatnonzero(np.diff(fids.astype(np.int64))) + 1).tolist()
         self._cached: Optional[tuple[int, _binfmt._EpochOrder]] = None
+        # A dataset whose epoch follows the sampler's, and what states
+        # record of the dataset.
+        self._dataset = dataset if callable(getattr(dataset, "set_epoch", None)) else None
+        identity = getattr(dataset, "sampler_identity", None)
+        self._identity: Optional[dict[str, Any]] = identity() if callable(identity) else None
+        self._follow()
+
+    def _follow(self) -> None:
+        """Sets the kept dataset's epoch to the sampler's."""
+        if self._dataset is not None:
+            self._dataset.set_epoch(self.epoch)
 
     @property
     def chunk_size(self) -> Optional[int]:
@@ -151,6 +210,7 @@ class Sampler:
         if epoch != self.epoch:
             self.start = 0
         self.epoch = epoch
+        self._follow()
 
     def _order(self, epoch: int) -> _binfmt._EpochOrder:
         """The native order of ``epoch`` (the last one kept)."""
@@ -181,6 +241,7 @@ class Sampler:
         return self._order(epoch).take(first, stride, count)
 
     def __iter__(self) -> Iterator[int]:
+        self._follow()
         share = self._share(self.epoch)
         return _iterate(self._order(self.epoch), [share])
 
@@ -203,6 +264,7 @@ class Sampler:
         num_workers = _integer("num_workers", num_workers, 1, _MAX)
         worker_id = _integer("worker_id", worker_id, 0, num_workers - 1)
         batch_size = _integer("batch_size", batch_size, 1, _MAX)
+        self._follow()
         first, stride, count = self._share(self.epoch)
         batches = -(-count // batch_size)
         if batch_size == 1:
@@ -244,13 +306,14 @@ class Sampler:
             "drop_last": self.drop_last,
             "shard_starts_sha256": _digest(self._shard_starts) if chunked else None,
             "runs": len(self._shard_starts) + 1 if chunked else None,
+            "dataset": self._identity,
         }
 
     @classmethod
     def load_state_dict(
         cls,
         state: Mapping[str, Any],
-        dataset: Union["Dataset", int],
+        dataset: Union["Dataset", "Mixture", Sized, int],
         *,
         rank: int = 0,
         world_size: int = 1,
@@ -263,7 +326,10 @@ class Sampler:
         position of the epoch once, in the epoch's order (padded or cut by
         ``drop_last`` for the new world size). Raises
         :class:`SamplerStateError` for a state that is not one, of another
-        version, or whose ``n`` or shard runs differ from ``dataset``'s."""
+        version, or whose ``n``, shard runs or dataset identity (a
+        :class:`Mixture`'s seed, weights and sources' lengths) differ from
+        ``dataset``'s. A dataset that follows the sampler's epoch (a
+        :class:`Mixture`) is set to the state's epoch."""
         if not isinstance(state, Mapping):
             raise SamplerStateError(f"a sampler state is a dict, not {type(state).__name__}")
         if state.get("version") != STATE_VERSION:
@@ -307,8 +373,10 @@ class Sampler:
                 f"{len(sampler._shard_starts) + 1} runs start elsewhere (shard_starts_sha256 differs), "
                 "so the chunks would differ: give the dataset the state was made from"
             )
+        _check_identity(state.get("dataset"), sampler._identity)
         sampler.epoch = field("epoch", 2**64 - 1)
         sampler.start = field("samples_seen", n)
+        sampler._follow()
         return sampler
 
     def __getstate__(self) -> dict[str, Any]:
@@ -319,7 +387,7 @@ class Sampler:
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Samplers pickled before resume existed have no start and may
         # have None for no shard starts.
-        self.__dict__.update({"start": 0, **state, "_cached": None})
+        self.__dict__.update({"start": 0, "_dataset": None, "_identity": None, **state, "_cached": None})
         if self._shard_starts is None:
             self._shard_starts = []
 

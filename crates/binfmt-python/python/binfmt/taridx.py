@@ -19,6 +19,8 @@ shards; :class:`Dataset` uses it as a map-style dataset::
     for i in sampler: ...
     state = sampler.state_dict(samples_seen)   # resume with any world size:
     sampler = taridx.Sampler.load_state_dict(state, ds, rank=0, world_size=4)
+    mix = taridx.Mixture([ds, other_ds], weights=[0.9, 0.1], seed=0)   # interleaved, balanced
+    sampler = taridx.Sampler(mix, shuffle=False, rank=0, world_size=8)
 
 Shards are opened on first use and at most ``open_shards`` stay open. A
 dataset pickles as its arguments, so it crosses to ``multiprocessing``
@@ -43,12 +45,14 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _FORKED_AWAY, BinfmtError, _binfmt, _PerProcess
+from ._mixture import Mixture
 from ._sampler import Sampler, SamplerStateError, _integer
 
 __all__ = [
     "BinfmtError",
     "Dataset",
     "Index",
+    "Mixture",
     "ROW_DTYPE",
     "Sampler",
     "SamplerStateError",
