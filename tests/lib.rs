@@ -157,6 +157,14 @@ pub mod interop {
         /// Puts an object into the test bucket, signed with the good key.
         pub fn s3_put(&self, key: &str, bytes: &[u8]) {
             use object_store::ObjectStoreExt;
+            let (store, runtime) = self.s3_client();
+            runtime
+                .block_on(store.put(&object_store::path::Path::from(key), bytes.to_vec().into()))
+                .unwrap_or_else(|error| panic!("putting {key}: {error}"));
+        }
+
+        /// A client of the test bucket and a runtime to drive it.
+        fn s3_client(&self) -> (object_store::aws::AmazonS3, tokio::runtime::Runtime) {
             let store = object_store::aws::AmazonS3Builder::new()
                 .with_endpoint(&self.s3_endpoint)
                 .with_bucket_name(&self.s3_bucket)
@@ -170,28 +178,14 @@ pub mod interop {
                 .enable_all()
                 .build()
                 .unwrap_or_else(|error| panic!("tokio: {error}"));
-            runtime
-                .block_on(store.put(&object_store::path::Path::from(key), bytes.to_vec().into()))
-                .unwrap_or_else(|error| panic!("putting {key}: {error}"));
+            (store, runtime)
         }
 
         /// The object at `key` in the test bucket, or `None` when there is
         /// none.
         pub fn s3_get(&self, key: &str) -> Option<Vec<u8>> {
             use object_store::ObjectStoreExt;
-            let store = object_store::aws::AmazonS3Builder::new()
-                .with_endpoint(&self.s3_endpoint)
-                .with_bucket_name(&self.s3_bucket)
-                .with_access_key_id(&self.s3_access_key_id)
-                .with_secret_access_key(&self.s3_secret_access_key)
-                .with_region(&self.s3_region)
-                .with_allow_http(true)
-                .build()
-                .unwrap_or_else(|error| panic!("S3 client: {error}"));
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap_or_else(|error| panic!("tokio: {error}"));
+            let (store, runtime) = self.s3_client();
             runtime.block_on(async {
                 match store.get(&object_store::path::Path::from(key)).await {
                     Ok(result) => Some(result.bytes().await.ok()?.to_vec()),

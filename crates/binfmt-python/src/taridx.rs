@@ -48,7 +48,8 @@ fn taridx_error(error: binfmt_taridx::TaridxError) -> PyErr {
     errors::binfmt(&error)
 }
 
-fn key_rule(name: &str) -> PyResult<KeyRule> {
+/// The key rule named `name` (the Python argument `key_rule`).
+pub(crate) fn key_rule(name: &str) -> PyResult<KeyRule> {
     match name {
         "glzn" => Ok(KeyRule::Glzn),
         "webdataset" => Ok(KeyRule::WebDataset),

@@ -39,16 +39,6 @@ fn remote_options() -> binfmt_remote::RemoteOptions {
     remote::open_options().remote
 }
 
-fn key_rule(name: &str) -> PyResult<binfmt_taridx::KeyRule> {
-    match name {
-        "glzn" => Ok(binfmt_taridx::KeyRule::Glzn),
-        "webdataset" => Ok(binfmt_taridx::KeyRule::WebDataset),
-        other => Err(PyValueError::new_err(format!(
-            "unknown key rule {other:?}: \"glzn\" or \"webdataset\""
-        ))),
-    }
-}
-
 /// Tar shards written sample by sample under a directory or S3 prefix.
 #[pyclass(module = "binfmt.taridx", name = "_NativeShardWriter")]
 #[derive(Debug)]
@@ -91,7 +81,7 @@ impl ShardWriter {
         shard_samples: Option<u64>,
         key_rule: &str,
     ) -> PyResult<Self> {
-        let mut options = SampleWriterOptions::new().key_rule(self::key_rule(key_rule)?);
+        let mut options = SampleWriterOptions::new().key_rule(crate::taridx::key_rule(key_rule)?);
         if let Some(bytes) = shard_bytes {
             options = options.max_bytes(bytes);
         }
@@ -165,7 +155,7 @@ fn taridx_write_index(
     shards: Vec<Report>,
     key_rule: &str,
 ) -> PyResult<u64> {
-    let rule = self::key_rule(key_rule)?;
+    let rule = crate::taridx::key_rule(key_rule)?;
     let shards: Vec<WrittenShard> = shards
         .into_iter()
         .map(|(name, members, size)| WrittenShard {

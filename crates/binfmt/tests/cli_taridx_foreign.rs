@@ -626,3 +626,16 @@ fn imports_cover_every_member() {
     refused(&output, "has no row");
     assert!(!out.exists());
 }
+
+/// An index by URL is refused before anything is read or written, with a
+/// line saying what export takes (not a local-file error about the URL).
+#[test]
+fn export_of_a_remote_index_says_it_takes_a_local_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("list.json");
+    for index in ["s3://bucket/train.taridx", "https://example.invalid/train.taridx"] {
+        let output = binfmt(&["taridx", "export", "wids", index, "-o", arg(&out)]);
+        refused(&output, "taridx export reads a local fold");
+        assert!(!out.exists(), "nothing is written");
+    }
+}

@@ -20,12 +20,20 @@ use binfmt_tests::pseudo_random_bytes;
 
 const BIN: &str = env!("CARGO_BIN_EXE_binfmt");
 
-fn run(servers: &Servers, secret: &str, args: &[&str]) -> Output {
-    Command::new(BIN)
+/// binfmt with `args`, the test bucket's variables (signing with
+/// `secret`) and nothing else of the environment.
+fn command(servers: &Servers, secret: &str, args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command
         .args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(servers.s3_env(secret))
+        .envs(servers.s3_env(secret));
+    command
+}
+
+fn run(servers: &Servers, secret: &str, args: &[&str]) -> Output {
+    command(servers, secret, args)
         .output()
         .expect("binfmt runs")
 }
@@ -404,12 +412,9 @@ fn a_killed_writer_leaves_no_object_and_no_upload() {
     for signal in ["TERM", "INT"] {
         let prefix = run_prefix(&format!("killed-{signal}"));
         let key = format!("{prefix}/big.arcx");
-        let mut child = Command::new(BIN)
-            .args(["arcx", "pack", dir.to_str().unwrap(), "-o"])
-            .arg(format!("s3://{}/{key}", servers.s3_bucket))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .envs(servers.s3_env(&servers.s3_secret_access_key))
+        let url = format!("s3://{}/{key}", servers.s3_bucket);
+        let args = ["arcx", "pack", dir.to_str().unwrap(), "-o", &url];
+        let mut child = command(&servers, &servers.s3_secret_access_key, &args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

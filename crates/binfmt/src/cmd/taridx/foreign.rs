@@ -238,6 +238,14 @@ fn regular_files(dir: &Path) -> Result<Vec<(String, PathBuf, u64)>, String> {
 }
 
 pub(super) fn export(args: &ExportArgs) -> CommandResult {
+    // Export verifies the whole fold and writes beside its shards: it
+    // takes a fold on this machine (the outputs may go to s3://).
+    if binfmt::is_remote(&args.index) {
+        return Err(output::about(
+            &args.index,
+            "taridx export reads a local fold: copy the index and its shards here first",
+        ));
+    }
     let shards = index_shards_of(&args.index, args.shards.as_deref())?;
     check_shard_count(&shards)?;
     // Read by offset, not mapped (as every command reads a local file): an
