@@ -5,8 +5,11 @@
 //! the venv, and runs `crates/binfmt-python/bench/bench_kastore.py`
 //! (`binfmt.kastore.load` against `kastore.load`, both engines, on a 1 GiB
 //! file and on a 100,000-key file) and `bench_taridx.py`
-//! (`binfmt.taridx.Dataset` against `wids.ShardListDataset`), which print
-//! their own tables: printed, and returned for `--markdown`.
+//! (`binfmt.taridx.Dataset`'s `ds[i]` and `get_batch` against
+//! `wids.ShardListDataset`, MosaicML `streaming` when it and torch are
+//! installed, and a minimal reader of the same bytes as the machine's
+//! limit, sides interleaved, medians; then `Sampler(10**9)`'s memory),
+//! which print their own tables: printed, and returned for `--markdown`.
 
 use std::path::Path;
 use std::process::Command;

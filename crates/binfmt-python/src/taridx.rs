@@ -25,10 +25,11 @@ use binfmt_core::layout::IntoBytes;
 use binfmt_taridx::{
     Dataset, DatasetOptions, Index, IndexOptions, KeyRule, MemberReader, Row, ShardFiles,
 };
-use numpy::{IntoPyArray, PyArray1};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::kastore::view;
 use crate::{errors, remote};
@@ -254,12 +255,8 @@ pub struct MemberBytes {
     reader: MemberReader,
 }
 
-/// One member of a sample, its header checked: to be copied into a
-/// `bytes` object, or handed out as a view of the mapped shard.
-enum Payload {
-    Copied(MemberReader),
-    Mapped(MemberReader),
-}
+/// How many samples of a batch are read between two releases of the GIL.
+const BATCH_GROUP: usize = 8;
 
 /// The most shards a dataset keeps open: a fold has at most 65,536 (shard
 /// ids are 16 bits).
@@ -273,12 +270,67 @@ pub struct NativeDataset {
     dataset: Dataset<Box<dyn Source>>,
     /// Sample number by `(keyhash, crashid)`, once a lookup asks.
     by_key: OnceLock<HashMap<(u64, u32), usize>>,
+    /// Whether the shards are local files mapped (zero-copy views).
+    mapped: bool,
+    /// Whether the shards are remote objects (a batch is announced whole).
+    remote: bool,
+    /// The Python strings every sample reuses.
+    names: Names,
+}
+
+/// The strings of a dataset's sample dicts, made once: `"." + extension`
+/// by extension id, and each shard's name, made when first needed.
+#[derive(Debug)]
+struct Names {
+    extensions: Vec<(String, Py<PyString>)>,
+    shards: Vec<OnceLock<Py<PyString>>>,
+}
+
+impl Names {
+    fn new(py: Python<'_>, dataset: &Dataset<Box<dyn Source>>) -> Self {
+        let extensions = dataset
+            .index()
+            .extensions()
+            .iter()
+            .map(|ext| {
+                let key = format!(".{ext}");
+                let string = PyString::intern(py, &key).unbind();
+                (key, string)
+            })
+            .collect();
+        let shards = (0..dataset.shards().set().count())
+            .map(|_| OnceLock::new())
+            .collect();
+        Self { extensions, shards }
+    }
 }
 
 impl NativeDataset {
     /// Shard `fid`'s path or URL.
     fn shard_name(&self, fid: u16) -> String {
         self.dataset.shards().set().name(fid).display().to_string()
+    }
+
+    /// Shard `fid`'s path or URL as the string every sample shares.
+    fn shard_string<'py>(&self, py: Python<'py>, fid: u16) -> Bound<'py, PyString> {
+        match self.names.shards.get(usize::from(fid)) {
+            Some(cell) => cell
+                .get_or_init(|| PyString::new(py, &self.shard_name(fid)).unbind())
+                .bind(py)
+                .clone(),
+            None => PyString::new(py, &self.shard_name(fid)),
+        }
+    }
+
+    /// The dict key of a member named `name` of row `row`: everything
+    /// from the first `.` of its base name, as wids names it (the shared
+    /// string of its extension when it is written as indexed).
+    fn extension_key<'py>(&self, py: Python<'py>, row: &Row, name: &str) -> Bound<'py, PyString> {
+        let written = extension_of(name);
+        match self.names.extensions.get(usize::from(row.extid.get())) {
+            Some((key, string)) if key == written => string.bind(py).clone(),
+            _ => PyString::new(py, written),
+        }
     }
 
     fn rows(&self, index: usize) -> PyResult<&[Row]> {
@@ -288,62 +340,59 @@ impl NativeDataset {
             .ok_or_else(|| PyIndexError::new_err(format!("sample {index} out of range")))
     }
 
-    /// Reads the members of `rows` (headers checked), with the GIL released.
-    fn read(&self, py: Python<'_>, rows: &[Row], zero_copy: bool) -> PyResult<Vec<Payload>> {
-        remote::detach(py, || {
-            // A remote shard fetches the sample in one request.
-            self.dataset.prefetch(rows);
-            rows.iter()
-                .map(|row| {
-                    let member = self.dataset.member(row)?;
-                    if zero_copy && member.as_slice().is_some() {
-                        return Ok(Payload::Mapped(member));
-                    }
-                    Ok(Payload::Copied(member))
-                })
-                .collect::<binfmt_taridx::Result<Vec<_>>>()
-        })?
-        .map_err(taridx_error)
-    }
-
-    /// The sample dict of `rows`, in the `wids` style.
+    /// The sample dict of `rows`, in the `wids` style, from their members
+    /// (headers checked, read by [`Dataset::sample_members`]).
     fn sample_dict<'py>(
         &self,
         py: Python<'py>,
         index: usize,
         rows: &[Row],
+        members: Vec<MemberReader>,
         zero_copy: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let payloads = self.read(py, rows, zero_copy)?;
         let sample = PyDict::new(py);
         let rule = self.dataset.index().key_rule();
         let mut key = None;
-        for payload in payloads {
-            let (name, value) = match payload {
-                Payload::Copied(reader) => {
-                    let name = reader.name().to_owned();
-                    let shard = rows.first().map(|row| self.shard_name(row.fid.get()));
-                    let bytes = member_bytes(py, reader, shard.as_deref().unwrap_or_default())?;
-                    (name, bytes.into_any())
-                }
-                Payload::Mapped(reader) => {
-                    let name = reader.name().to_owned();
+        for (row, reader) in rows.iter().zip(members) {
+            key.get_or_insert_with(|| PyString::new(py, rule.split_parts(reader.name()).0));
+            let extension = self.extension_key(py, row, reader.name());
+            let value = match reader.as_slice() {
+                Some(_) if zero_copy && self.mapped => {
                     let owner = Bound::new(py, MemberBytes { reader })?;
                     let bytes = owner.get().reader.as_slice().unwrap_or_default();
                     // A read-only uint8 array over the map, not a
                     // memoryview: it pickles (as a copy), so a DataLoader
                     // worker can hand the sample back (issue 28).
-                    (name, view::<u8>(py, bytes, owner.as_any())?)
+                    view::<u8>(py, bytes, owner.as_any())?
                 }
+                // Read already (a sample read in one request): one copy.
+                Some(bytes) => PyBytes::new(py, bytes).into_any(),
+                None => member_bytes(py, reader, &self.shard_name(row.fid.get()))?.into_any(),
             };
-            key.get_or_insert_with(|| rule.split(&name).key);
-            sample.set_item(extension_of(&name), value)?;
+            sample.set_item(extension, value)?;
         }
-        sample.set_item("__key__", key.unwrap_or_default())?;
-        let shard = rows.first().map(|row| self.shard_name(row.fid.get()));
-        sample.set_item("__shard__", shard)?;
-        sample.set_item("__index__", index)?;
+        sample.set_item(
+            intern!(py, "__key__"),
+            key.unwrap_or_else(|| PyString::new(py, "")),
+        )?;
+        let shard = rows.first().map(|row| self.shard_string(py, row.fid.get()));
+        sample.set_item(intern!(py, "__shard__"), shard)?;
+        sample.set_item(intern!(py, "__index__"), index)?;
         Ok(sample)
+    }
+
+    /// Sample `index` read (headers checked, the GIL released) and made a
+    /// dict.
+    fn read_sample<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        zero_copy: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let rows = self.rows(index)?;
+        let members =
+            remote::detach(py, || self.dataset.sample_members(rows))?.map_err(taridx_error)?;
+        self.sample_dict(py, index, rows, members, zero_copy)
     }
 }
 
@@ -380,11 +429,11 @@ fn member_bytes<'py>(
 
 /// The extension of a member name as `wids` gives it: everything from the
 /// first `.` of its base name, the dot included.
-fn extension_of(name: &str) -> String {
+fn extension_of(name: &str) -> &str {
     let base = name.rsplit('/').next().unwrap_or(name);
     match base.find('.') {
-        Some(dot) => base.get(dot..).unwrap_or_default().to_owned(),
-        None => String::new(),
+        Some(dot) => base.get(dot..).unwrap_or_default(),
+        None => "",
     }
 }
 
@@ -436,9 +485,13 @@ impl NativeDataset {
             Ok(dataset)
         })?
         .map_err(|error| errors::binfmt(&*error))?;
+        let names = Names::new(py, &dataset);
         Ok(Self {
             dataset,
             by_key: OnceLock::new(),
+            mapped: map_shards && !is_remote,
+            remote: is_remote,
+            names,
         })
     }
 
@@ -464,8 +517,64 @@ impl NativeDataset {
         index: usize,
         zero_copy: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let rows = self.rows(index)?;
-        self.sample_dict(py, index, rows, zero_copy)
+        self.read_sample(py, index, zero_copy)
+    }
+
+    /// Samples `indices` (each at most `len - 1`; every one is checked
+    /// before any is read) as a list of dicts like `sample`'s: read and
+    /// their headers checked with the GIL released, eight samples at a
+    /// time, the samples of a remote dataset announced together first (each
+    /// shard fetches its share in merged requests, several at once).
+    #[pyo3(signature = (indices, zero_copy = false))]
+    fn get_batch<'py>(
+        &self,
+        py: Python<'py>,
+        indices: PyReadonlyArray1<'py, i64>,
+        zero_copy: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let indices = indices.as_slice()?;
+        let count = self.dataset.num_samples().map_err(taridx_error)?;
+        let mut samples: Vec<(usize, &[Row])> =
+            binfmt_core::alloc::vec_with_capacity(indices.len(), "a batch of samples")
+                .map_err(|error| PyMemoryError::new_err(error.to_string()))?;
+        for &index in indices {
+            let position = usize::try_from(index)
+                .ok()
+                .filter(|&position| position < count)
+                .ok_or_else(|| {
+                    PyIndexError::new_err(format!(
+                        "sample {index} out of range (the dataset has {count})"
+                    ))
+                })?;
+            samples.push((position, self.rows(position)?));
+        }
+        if self.remote {
+            // Every shard told at once what the batch needs: merged range
+            // requests, several in flight.
+            remote::detach(py, || {
+                let rows: Vec<Row> = samples
+                    .iter()
+                    .flat_map(|(_, rows)| rows.iter().copied())
+                    .collect();
+                self.dataset.prefetch(&rows);
+            })?;
+        }
+        let list = PyList::empty(py);
+        // A few samples at a time: what they read stays in the processor's
+        // caches until it is copied into their dicts.
+        for group in samples.chunks(BATCH_GROUP) {
+            let members = remote::detach(py, || {
+                group
+                    .iter()
+                    .map(|(_, rows)| self.dataset.sample_members(rows))
+                    .collect::<binfmt_taridx::Result<Vec<_>>>()
+            })?
+            .map_err(taridx_error)?;
+            for ((index, rows), members) in group.iter().zip(members) {
+                list.append(self.sample_dict(py, *index, rows, members, zero_copy)?)?;
+            }
+        }
+        Ok(list)
     }
 
     /// The sample whose key is `key`, or None.
@@ -502,8 +611,7 @@ impl NativeDataset {
         let Some(&index) = by_key.get(&wanted) else {
             return Ok(None);
         };
-        let rows = self.rows(index)?;
-        let sample = self.sample_dict(py, index, rows, zero_copy)?;
+        let sample = self.read_sample(py, index, zero_copy)?;
         // A different key with the same hash is not this key.
         let found: Option<String> = sample
             .get_item("__key__")?

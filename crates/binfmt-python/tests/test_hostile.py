@@ -268,6 +268,37 @@ def test_pickled_state_is_checked(fold):
     assert len(clone) == 20 and clone[3] == ds[3]
 
 
+def test_a_lying_row_fails_on_every_read(fold):
+    """A row whose key disagrees with its member's tar header is refused on
+    its first read and on every read after (what is remembered per open
+    shard never covers the row's own fields), by ``ds[i]`` and by
+    ``get_batch``, while every other sample reads."""
+    import numpy as np
+
+    index, shards = fold
+    rows = taridx.Index(index).rows.copy()
+    # A member of the second shard says it belongs to another sample.
+    liar = int(np.argmax(rows["fid"] == 1))
+    other = int(np.argmax(rows["keyhash"] != rows["keyhash"][liar]))
+    rows["keyhash"][liar] = rows["keyhash"][other]
+    with open(index, "r+b") as f:
+        f.seek(-rows.nbytes, os.SEEK_END)
+        f.write(rows.tobytes())
+    ds = taridx.Dataset(index, shards)
+    for attempt in range(3):
+        failed = []
+        for i in range(len(ds)):
+            try:
+                ds[i]
+            except binfmt_error():
+                failed.append(i)
+        assert len(failed) == 1, (attempt, failed)
+        good = [i for i in range(len(ds)) if i not in failed]
+        with pytest.raises(binfmt_error()):
+            ds.get_batch([good[0], failed[0]])
+        assert [s["__key__"] for s in ds.get_batch(good)] == [ds[i]["__key__"] for i in good]
+
+
 def binfmt_error():
     import binfmt
 

@@ -268,6 +268,16 @@ def test_dataset_url_same_samples_as_local(files, http_url):
         ".cls": b"2",
     }
     assert ds.verify() == local.verify()
+    # A batch: the same samples; a fresh dataset's batch fetches nothing
+    # twice and fewer ranges than it has samples.
+    picks = [0, 24, 25, 39, 7, 7]
+    assert [{k: v for k, v in s.items() if k != "__shard__"} for s in ds.get_batch(picks)] == [
+        {k: v for k, v in local[i].items() if k != "__shard__"} for i in picks
+    ]
+    batch = taridx.Dataset(f"{url}/train.taridx")
+    del requests[:]
+    assert [s["__key__"] for s in batch.get_batch(range(len(batch)))] == [key for key, _ in samples]
+    assert len(set(requests)) == len(requests) and len(requests) < len(batch)
     again = pickle.loads(pickle.dumps(ds))
     assert again[39] == ds[39]
     with pytest.raises(ValueError):

@@ -68,6 +68,47 @@ def test_samples_in_order(wds_shards):
     assert ds.verify() > 0
 
 
+def test_get_batch_is_many_samples_in_one_call(wds_shards):
+    index, shards, data = wds_shards
+    ds = taridx.Dataset(index, shards)
+    picks = [5, 59, 0, 5, -1, 13, 24]
+    expected = [ds[i] for i in picks]
+    assert ds.get_batch(picks) == expected
+    for kind in (np.int64, np.int32, np.uint16):
+        assert ds.get_batch(np.array(picks if kind != np.uint16 else picks[:4], dtype=kind)) == (
+            expected if kind != np.uint16 else expected[:4]
+        )
+    assert ds.get_batch(range(3)) == [ds[0], ds[1], ds[2]]
+    assert ds.get_batch(iter([7])) == [ds[7]]
+    assert ds.get_batch([]) == []
+    assert [s["__key__"] for s in ds.get_batch(range(SAMPLES))] == list(data)
+    # The errors of ds[i], before anything is read.
+    for bad, error in (
+        ([0, SAMPLES], IndexError),
+        ([-SAMPLES - 1], IndexError),
+        (np.array([3, SAMPLES + 5]), IndexError),
+        (np.array([2**63 + 1], dtype=np.uint64), IndexError),
+        ([0, "3"], TypeError),
+        ([1.5], TypeError),
+        (np.array([1.0]), TypeError),
+        ([True], TypeError),
+        (np.array([1, 0], dtype=bool), TypeError),
+        ([b"3"], TypeError),
+    ):
+        with pytest.raises(error):
+            ds.get_batch(bad)
+    with pytest.raises(IndexError, match=f"sample {SAMPLES} out of range"):
+        ds.get_batch([1, SAMPLES])
+    zero_copy = taridx.Dataset(index, shards, zero_copy=True)
+    batch = zero_copy.get_batch([3, 4])
+    assert isinstance(batch[0][".jpg"], np.ndarray) and not batch[0][".jpg"].flags.writeable
+    assert bytes(batch[1][".json"]) == data["sample000004"]["json"]
+    filtered = ds.filter_extensions(["cls"])
+    assert filtered.get_batch([2]) == [filtered[2]] and set(filtered[2]) == {
+        "__key__", "__shard__", "__index__", ".cls"
+    }
+
+
 def test_lookup_by_key(wds_shards):
     index, shards, data = wds_shards
     ds = taridx.Dataset(index, shards)

@@ -6,16 +6,19 @@
 //! recently used closed first), so a fold of any number of shards works
 //! under any `ulimit -n`. Every read checks the tar header at the row's
 //! offset first ([`Index::check_row`]), so a stale or crafted index never
-//! returns another member's bytes.
+//! returns another member's bytes; the gap before a member and its
+//! predecessor's header are checked once while its shard is open
+//! (spec/taridx.md §4.2, "Checked once while a shard is open").
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use binfmt_core::{ByteSource, Source, SourceExt, alloc};
 use zerocopy::{FromZeros, IntoBytes};
 
+use crate::checked::{Checked, Lookup};
 use crate::error::{Result, TaridxError};
 use crate::fold_names::{fold_index_path, fold_shards};
 use crate::format::{ROW_SIZE, Row};
@@ -25,6 +28,7 @@ use crate::member::{MemberInfo, MemberReader};
 use crate::shard_list::find_shards;
 use crate::shards::{DEFAULT_OPEN_SHARDS, OpenShards, ShardFiles, ShardSet};
 use crate::tar::BLOCK_SIZE;
+use crate::window::Window;
 
 /// How a dataset opens its shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -451,7 +455,9 @@ impl<S: Source> Dataset<S> {
             .map_or(u64::MAX, |at| at as u64)
     }
 
-    fn shard(&self, row: &Row) -> Result<std::sync::Arc<dyn Source>> {
+    /// The row's shard, with what its member checks established while it
+    /// is open.
+    fn shard(&self, row: &Row) -> Result<(Arc<dyn Source>, Arc<Checked>)> {
         let fid = row.fid.get();
         let count = self.shards.set().count();
         if usize::from(fid) >= count {
@@ -461,7 +467,12 @@ impl<S: Source> Dataset<S> {
                 shards: count,
             });
         }
-        self.shards.get(fid)
+        self.shards.get_checked(fid, || {
+            self.index
+                .places()
+                .and_then(|places| places.shard_range(fid))
+                .unwrap_or(0..0)
+        })
     }
 
     /// Announces that `rows` (a sample's, say) will be read: each shard is
@@ -524,26 +535,100 @@ impl<S: Source> Dataset<S> {
     }
 
     /// What the tar header at the row's offset says, checked against the
-    /// row ([`Index::check_row`]).
+    /// row ([`Index::check_row`]; its gap and predecessor once while its
+    /// shard is open, spec/taridx.md §4.2).
     pub fn member_info(&self, row: &Row) -> Result<MemberInfo> {
-        let shard = self.shard(row)?;
+        let (shard, checked) = self.shard(row)?;
+        let lookup = self.index.look_up(row, &checked)?;
         self.index
-            .check_row(&*shard, u64::MAX, row)
+            .check_looked_up(&*shard, row, &lookup, &checked)
             .map_err(|error| self.renumber(error, row))
     }
 
     /// A reader of the row's payload, after its tar header was checked
     /// against the row.
     pub fn member(&self, row: &Row) -> Result<MemberReader> {
-        let shard = self.shard(row)?;
-        // What the check reads and the payload after it: a remote shard
-        // fetches them in one request.
-        self.prefetch(std::slice::from_ref(row));
+        let (shard, checked) = self.shard(row)?;
+        let lookup = self.index.look_up(row, &checked)?;
+        let source = self.announce_run(shard, std::iter::once((row, &lookup)));
+        self.checked_member(&source, row, &lookup, &checked)
+    }
+
+    /// Readers of the payloads of `rows` (a sample's), in their order,
+    /// each member's tar header checked against its row first (as
+    /// [`Dataset::member`] does). The rows of one shard are read together:
+    /// what checking and reading them takes is announced to the shard in
+    /// one call (a remote shard fetches it in one merged request), and when
+    /// it spans at most 64 KiB of a shard that is not mapped, it is read in
+    /// one request and the headers checked and payloads read from memory.
+    pub fn sample_members(&self, rows: &[Row]) -> Result<Vec<MemberReader>> {
+        let mut members: Vec<MemberReader> =
+            alloc::vec_with_capacity(rows.len(), "taridx sample members")?;
+        let mut rest = rows;
+        while let Some(first) = rest.first() {
+            let fid = first.fid.get();
+            let run = rest.iter().take_while(|row| row.fid.get() == fid).count();
+            let (run, tail) = rest.split_at(run);
+            let (shard, checked) = self.shard(first)?;
+            let lookups = run
+                .iter()
+                .map(|row| self.index.look_up(row, &checked))
+                .collect::<Result<Vec<_>>>()?;
+            let source = self.announce_run(shard, run.iter().zip(&lookups));
+            for (row, lookup) in run.iter().zip(&lookups) {
+                members.push(self.checked_member(&source, row, lookup, &checked)?);
+            }
+            rest = tail;
+        }
+        Ok(members)
+    }
+
+    /// Announces to `shard` what checking and reading `rows` (of that
+    /// shard) takes, and reads their headers and payloads in one request
+    /// when they span little enough ([`Window`]): the source to read them
+    /// from.
+    fn announce_run<'r>(
+        &self,
+        shard: Arc<dyn Source>,
+        rows: impl Iterator<Item = (&'r Row, &'r Lookup)>,
+    ) -> Arc<dyn Source> {
+        let len = shard.len();
+        let mut hints: Vec<Range<u64>> = Vec::new();
+        let mut span: Option<Range<u64>> = None;
+        for (row, lookup) in rows {
+            let [predecessor, own] = self.index.lookup_ranges(row, lookup, Self::member_end(row));
+            span = Some(match span {
+                Some(span) => span.start.min(own.start)..span.end.max(own.end),
+                None => own.clone(),
+            });
+            hints.extend(
+                [predecessor, own]
+                    .into_iter()
+                    .map(|range| range.start.min(len)..range.end.min(len))
+                    .filter(|range| !range.is_empty()),
+            );
+        }
+        hints.sort_by_key(|range| range.start);
+        shard.will_read(&hints);
+        match span.and_then(|span| Window::read(&shard, span.start, span.end)) {
+            Some(window) => Arc::new(window),
+            None => shard,
+        }
+    }
+
+    /// The reader of `row` in `source`, after its check.
+    fn checked_member(
+        &self,
+        source: &Arc<dyn Source>,
+        row: &Row,
+        lookup: &Lookup,
+        checked: &Checked,
+    ) -> Result<MemberReader> {
         let info = self
             .index
-            .check_row(&*shard, u64::MAX, row)
+            .check_looked_up(&**source, row, lookup, checked)
             .map_err(|error| self.renumber(error, row))?;
-        MemberReader::new(shard, row, info)
+        MemberReader::new(Arc::clone(source), row, info)
     }
 
     /// The row's payload in a buffer ([`Dataset::member`], read to the end).

@@ -27,6 +27,16 @@ use crate::format::{
 use crate::keys::{KeyRule, keyhash};
 use crate::member::{MemberInfo, check_member};
 use crate::places::{Place, Places};
+
+/// How a row's gap is read by [`Index::check_against`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Gap {
+    /// From the end of the row before it in its shard (its header checked
+    /// unless trusted), or from the shard's start.
+    After(Option<Place>, bool),
+    /// Already checked while its shard is open: the row's header alone.
+    Checked,
+}
 use crate::shards::ShardSet;
 
 /// The most extensions an index can use: extids are 16 bits.
@@ -403,7 +413,7 @@ impl<S: Source> Index<S> {
 
     /// The rows in shard order (built once, 32 bytes per row), with the
     /// check that no two rows alias one member or overlap.
-    fn places(&self) -> Result<&Places> {
+    pub(crate) fn places(&self) -> Result<&Places> {
         if let Some(places) = self.places.get() {
             return Ok(places);
         }
@@ -469,6 +479,19 @@ impl<S: Source> Index<S> {
         row: &Row,
         trust_predecessor: bool,
     ) -> Result<MemberInfo> {
+        let before = self.places()?.before(row.fid.get(), row.offset.get())?;
+        self.check_against(shard, number, row, Gap::After(before, trust_predecessor))
+    }
+
+    /// The checks of spec/taridx.md §4.2 of `row` against its member, the
+    /// gap before it read as `gap` says.
+    pub(crate) fn check_against<T: Source + ?Sized>(
+        &self,
+        shard: &T,
+        number: u64,
+        row: &Row,
+        gap: Gap,
+    ) -> Result<MemberInfo> {
         let located = |failure: crate::member::Failure| failure.at(shard, number, row);
         let mismatch = |problem| TaridxError::RowMismatch {
             row: number,
@@ -476,9 +499,9 @@ impl<S: Source> Index<S> {
             offset: row.offset.get(),
             problem: Box::new(problem),
         };
-        let before = self.places()?.before(row.fid.get(), row.offset.get())?;
-        let gap_start = match before {
-            Some(before) => {
+        let gap_start = match gap {
+            Gap::Checked => row.offset.get(),
+            Gap::After(Some(before), trust_predecessor) => {
                 if !trust_predecessor {
                     self.check_predecessor(shard, &before).map_err(|problem| {
                         mismatch(RowProblem::Predecessor {
@@ -490,7 +513,7 @@ impl<S: Source> Index<S> {
                 }
                 before.padded_end()
             }
-            None => 0,
+            Gap::After(None, _) => 0,
         };
         let info = check_member(shard, row, gap_start).map_err(located)?;
         if info.size != row.size.get() {

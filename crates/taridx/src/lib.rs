@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
+mod checked;
 mod dataset;
 mod error;
 mod fold_names;
@@ -60,6 +61,7 @@ pub mod shards;
 pub mod tar;
 mod tar_problem;
 mod tar_writer;
+mod window;
 
 pub use build::{IndexBuilder, IndexOptions, IndexWriter, index_fold, index_shards, write_index};
 pub use dataset::{Dataset, DatasetOptions};

@@ -165,12 +165,43 @@ impl Places {
     /// The row before offset `offset` in shard `fid`: the one whose
     /// member ends where the records of a member at `offset` may start.
     pub fn before(&self, fid: u16, offset: u64) -> crate::Result<Option<Place>> {
+        Ok(self.locate(fid, offset)?.before)
+    }
+
+    /// Where a member at `offset` in shard `fid` sits in the sorted view:
+    /// its position when a row of the index points there, and the row
+    /// before it in that shard (one search).
+    pub fn locate(&self, fid: u16, offset: u64) -> crate::Result<Located> {
         let places = self.sorted()?;
         let at = places.partition_point(|place| (place.fid, place.offset) < (fid, offset));
-        Ok(at
+        let before = at
             .checked_sub(1)
             .and_then(|before| places.get(before))
             .filter(|before| before.fid == fid)
-            .copied())
+            .copied();
+        let own = places
+            .get(at)
+            .is_some_and(|place| (place.fid, place.offset) == (fid, offset));
+        Ok(Located {
+            at: own.then_some(at),
+            before,
+        })
     }
+
+    /// The positions of shard `fid`'s rows in the sorted view.
+    pub fn shard_range(&self, fid: u16) -> crate::Result<std::ops::Range<usize>> {
+        let places = self.sorted()?;
+        let start = places.partition_point(|place| place.fid < fid);
+        let end = places.partition_point(|place| place.fid <= fid);
+        Ok(start..end)
+    }
+}
+
+/// A member's place in the sorted view ([`Places::locate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Located {
+    /// Its position, when a row points at its offset.
+    pub at: Option<usize>,
+    /// The row before it in its shard.
+    pub before: Option<Place>,
 }

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use binfmt_core::{ByteSource, FileSource, Source};
 
+use crate::checked::Checked;
 use crate::error::Result;
 
 /// The shards of a fold, in fid order, opened on demand.
@@ -138,7 +139,13 @@ pub const DEFAULT_OPEN_SHARDS: usize = 64;
 /// lives, so the open files are at most `capacity` plus the handles held.
 pub struct OpenShards {
     set: Box<dyn ShardSet>,
-    open: Mutex<lru::LruCache<u16, Arc<dyn Source>>>,
+    open: Mutex<lru::LruCache<u16, Open>>,
+}
+
+/// An open shard and what its member checks established while it is open.
+struct Open {
+    source: Arc<dyn Source>,
+    checked: Arc<Checked>,
 }
 
 impl fmt::Debug for OpenShards {
@@ -166,16 +173,39 @@ impl OpenShards {
 
     /// Shard `fid`, from the open ones or opened now.
     pub fn get(&self, fid: u16) -> Result<Arc<dyn Source>> {
+        Ok(self.get_checked(fid, || 0..0)?.0)
+    }
+
+    /// Shard `fid` with what its member checks established while it is
+    /// open; opened now (nothing established) when it is not open, with
+    /// room for one bit per member at `places` (its rows' positions in the
+    /// sorted view).
+    pub(crate) fn get_checked(
+        &self,
+        fid: u16,
+        places: impl FnOnce() -> std::ops::Range<usize>,
+    ) -> Result<(Arc<dyn Source>, Arc<Checked>)> {
         let mut open = self
             .open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(shard) = open.get(&fid) {
-            return Ok(Arc::clone(shard));
+        if let Some(shard) = open.get_mut(&fid) {
+            // Opened by `get`, which knows nothing of its rows: sized now.
+            if shard.checked.is_empty() {
+                shard.checked = Arc::new(Checked::new(places()));
+            }
+            return Ok((Arc::clone(&shard.source), Arc::clone(&shard.checked)));
         }
-        let shard = self.set.open(fid)?;
-        open.put(fid, Arc::clone(&shard));
-        Ok(shard)
+        let source = self.set.open(fid)?;
+        let checked = Arc::new(Checked::new(places()));
+        open.put(
+            fid,
+            Open {
+                source: Arc::clone(&source),
+                checked: Arc::clone(&checked),
+            },
+        );
+        Ok((source, checked))
     }
 
     /// How many shards are open now.

@@ -13,6 +13,7 @@ shards; :class:`Dataset` uses it as a map-style dataset::
     ds[7]                         # {"__key__": ..., "__shard__": ..., "__index__": 7,
                                   #  ".jpg": b"...", ".cls": b"3"}
     ds.get("sample000042")        # by key
+    ds.get_batch([7, 3, 9])       # [ds[7], ds[3], ds[9]], read with the GIL released
     ds = ds.filter_extensions([".jpg", ".cls"])
     sampler = taridx.Sampler(ds, seed=0, rank=0, world_size=8, chunk_size=64)
     sampler.set_epoch(3)
@@ -40,7 +41,7 @@ into), and each sample is fetched with one range request::
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -63,6 +64,18 @@ __all__ = [
 ]
 
 StrPath = Union[str, "os.PathLike[str]"]
+
+#: How many times this process was forked into the current one: a
+#: dataset opened before a fork opens its own readers in the child, found
+#: by this count (not by ``os.getpid()``, a system call on every sample).
+_FORKS = [0]
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
 
 #: The most shards a dataset keeps open: a fold has at most 65,536 (shard
 #: ids are 16 bits).
@@ -224,7 +237,9 @@ class Dataset:
     array over the shard's map (no copy; it keeps the map alive; a buffer,
     so ``bytes(a)``, ``memoryview(a)`` and ``io.BytesIO(a)`` take it) that
     pickles as a copy, so a DataLoader worker can return it. Every member's tar
-    header is checked against the index before its bytes are returned.
+    header is checked against the index before its bytes are returned (the
+    gap before it once while its shard is open, spec/taridx.md §4.2);
+    :meth:`get_batch` reads many samples in one call.
     ``i`` is an integer (``operator.index``: ``ds["3"]``, ``ds[1.5]`` and
     ``ds[b"3"]`` are ``TypeError``); a sample is looked up by key with
     :meth:`get`.
@@ -270,7 +285,7 @@ class Dataset:
         self._map_shards = bool(map_shards)
         self._zero_copy = bool(zero_copy)
         self._native: Optional[_binfmt._NativeDataset] = None
-        self._pid = os.getpid()
+        self._forks = _FORKS[0]
         self._length = len(self._dataset())
 
     @classmethod
@@ -283,27 +298,38 @@ class Dataset:
         # there, on first use.
         # A forked child opens its own: the parent's remote readers (their
         # runtime, their connections) are never used from another process.
-        pid = os.getpid()
-        if self._native is not None and self._pid != pid:
-            _FORKED_AWAY.append(self._native)
+        native = self._native
+        if native is not None and self._forks == _FORKS[0]:
+            return native
+        if native is not None:
+            _FORKED_AWAY.append(native)
             self._native = None
-        if self._native is None:
-            self._native = _binfmt._NativeDataset(
-                self._index,
-                self._shards,
-                self._extensions,
-                self._open_shards,
-                # Shards are mapped only for zero-copy views: every other
-                # read is by offset, so a truncated shard is an error.
-                self._map_shards and self._zero_copy,
-            )
-            self._pid = pid
+        self._native = _binfmt._NativeDataset(
+            self._index,
+            self._shards,
+            self._extensions,
+            self._open_shards,
+            # Shards are mapped only for zero-copy views: every other
+            # read is by offset, so a truncated shard is an error.
+            self._map_shards and self._zero_copy,
+        )
+        self._forks = _FORKS[0]
         return self._native
 
     def __len__(self) -> int:
         return self._length
 
     def __getitem__(self, index: int) -> dict[str, Any]:
+        # An int in range takes the short way; anything else is checked in
+        # full (the same errors either way).
+        if type(index) is int and 0 <= index < self._length:
+            return self._dataset().sample(index, self._zero_copy)
+        return self._dataset().sample(self._position(index), self._zero_copy)
+
+    def _position(self, index: Any) -> int:
+        """``index`` as a sample position: an integer (``operator.index``),
+        negative ones counted from the end; ``TypeError`` or
+        ``IndexError`` otherwise."""
         if isinstance(index, (str, bytes)):
             raise TypeError(
                 f"sample positions are integers, not {type(index).__name__}: "
@@ -314,7 +340,38 @@ class Dataset:
             position += self._length
         if not 0 <= position < self._length:
             raise IndexError(f"sample {index} out of range (the dataset has {self._length})")
-        return self._dataset().sample(position, self._zero_copy)
+        return position
+
+    def get_batch(self, indices: Iterable[int]) -> list[dict[str, Any]]:
+        """The samples at ``indices``, as a list of dicts like ``ds[i]``'s
+        (in the order given; repeats allowed), read in one call: every
+        position is checked first (the errors of ``ds[i]``, for the first
+        bad one, before anything is read), then the samples are read and
+        their members' headers checked with the GIL released (eight samples
+        between two releases), a remote
+        dataset's samples announced together so that each shard fetches
+        its share in merged range requests. ``indices`` is any iterable of
+        integers (a list, a ``range``, a numpy integer array)."""
+        n = self._length
+        array = indices if isinstance(indices, np.ndarray) else None
+        if array is None or array.dtype.kind not in "iu" or array.ndim != 1:
+            # Each one as ds[i] takes it: the same errors, in order.
+            positions = [
+                i if type(i) is int and 0 <= i < n else self._position(i) for i in indices
+            ]
+            array = np.fromiter(positions, dtype=np.int64, count=len(positions))
+        else:
+            if array.dtype.kind == "u" and array.size and int(array.max()) >= 2**63:
+                raise IndexError(f"sample {int(array.max())} out of range (the dataset has {n})")
+            array = array.astype(np.int64, copy=True)
+            negative = array < 0
+            array[negative] += n
+            bad = np.flatnonzero((array < 0) | (array >= n))
+            if bad.size:
+                first = int(bad[0])
+                original = int(indices[first])
+                raise IndexError(f"sample {original} out of range (the dataset has {n})")
+        return self._dataset().get_batch(np.ascontiguousarray(array), self._zero_copy)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for i in range(self._length):
@@ -403,7 +460,7 @@ class Dataset:
         self._zero_copy = state["_zero_copy"]
         length = _integer("_length", state["_length"], 0, 2**63 - 1)
         self._native = None
-        self._pid = os.getpid()
+        self._forks = _FORKS[0]
         self._length = len(self._dataset())
         if length != self._length:
             raise ValueError(
