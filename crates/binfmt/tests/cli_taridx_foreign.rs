@@ -633,7 +633,10 @@ fn imports_cover_every_member() {
 fn export_of_a_remote_index_says_it_takes_a_local_fold() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("list.json");
-    for index in ["s3://bucket/train.taridx", "https://example.invalid/train.taridx"] {
+    for index in [
+        "s3://bucket/train.taridx",
+        "https://example.invalid/train.taridx",
+    ] {
         let output = binfmt(&["taridx", "export", "wids", index, "-o", arg(&out)]);
         refused(&output, "taridx export reads a local fold");
         assert!(!out.exists(), "nothing is written");

@@ -18,12 +18,13 @@ use std::sync::{Arc, OnceLock};
 use binfmt_core::{ByteSource, Source, SourceExt, alloc};
 use zerocopy::{FromZeros, IntoBytes};
 
-use crate::checked::{Checked, Lookup};
+use crate::checked::Checked;
 use crate::error::{Result, TaridxError};
 use crate::fold_names::{fold_index_path, fold_shards};
 use crate::format::{ROW_SIZE, Row};
 use crate::index::{Index, rows_contiguous};
 use crate::keys::keyhash;
+use crate::lookup::Lookup;
 use crate::member::{MemberInfo, MemberReader};
 use crate::shard_list::find_shards;
 use crate::shards::{DEFAULT_OPEN_SHARDS, OpenShards, ShardFiles, ShardSet};

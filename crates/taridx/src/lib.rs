@@ -50,6 +50,7 @@ pub mod foreign;
 pub mod format;
 mod index;
 pub mod keys;
+mod lookup;
 mod member;
 mod places;
 mod sample_writer;
