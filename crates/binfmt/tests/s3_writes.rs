@@ -414,7 +414,7 @@ fn a_killed_writer_leaves_no_object_and_no_upload() {
         let key = format!("{prefix}/big.arcx");
         let url = format!("s3://{}/{key}", servers.s3_bucket);
         let args = ["arcx", "pack", dir.to_str().unwrap(), "-o", &url];
-        let mut child = command(&servers, &servers.s3_secret_access_key, &args)
+        let mut child = command(servers, &servers.s3_secret_access_key, &args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
