@@ -72,8 +72,8 @@ NOT_FILE_ENTRY_POINTS = {
     "binfmt.rename", "binfmt.remove", "binfmt.list_prefix",
     "binfmt.par4.LazyMap",
     "binfmt.taridx.Sampler",
-    # Takes opened datasets (each one's reads go through its own gate).
-    "binfmt.taridx.Mixture",
+    # Take opened datasets (each one's reads go through its own gate).
+    "binfmt.taridx.Mixture", "binfmt.taridx.Stream",
     "binfmt.kastore.loads", "binfmt.kastore.dumps", "binfmt.kastore.get_include",
     "binfmt.kastore.Store", "binfmt.kastore.ValueInfo",
 }

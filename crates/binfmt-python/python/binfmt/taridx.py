@@ -22,6 +22,8 @@ shards; :class:`Dataset` uses it as a map-style dataset::
     sampler = taridx.Sampler.load_state_dict(state, ds, rank=0, world_size=4)
     mix = taridx.Mixture([ds, other_ds], weights=[0.9, 0.1], seed=0)   # interleaved, balanced
     sampler = taridx.Sampler(mix, shuffle=False, rank=0, world_size=8)
+    stream = taridx.Stream(ds, sampler, batch_size=32)   # an iterable, read ahead:
+    for sample in stream.for_worker(0, 4): ...           # worker 0 of 4's samples
 
 Shards are opened on first use and at most ``open_shards`` stay open. A
 dataset pickles as its arguments, so it crosses to ``multiprocessing``
@@ -48,6 +50,7 @@ import numpy as np
 from . import _FORKED_AWAY, BinfmtError, _binfmt, _PerProcess
 from ._mixture import Mixture
 from ._sampler import Sampler, SamplerStateError, _integer
+from ._stream import Stream
 
 __all__ = [
     "BinfmtError",
@@ -58,6 +61,7 @@ __all__ = [
     "Sampler",
     "SamplerStateError",
     "ShardWriter",
+    "Stream",
     "index",
     "index_fold",
     "write_index",
