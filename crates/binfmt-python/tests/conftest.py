@@ -116,3 +116,28 @@ def ray_cluster():
     context.print_on_execution_start = False
     yield ray
     ray.shutdown()
+
+
+def cls_fold(root: pathlib.Path, name: str, sizes, label=lambda name, i: str(i)):
+    """A fold ``root/NAME_0000.tar``, ... of shards of ``sizes`` samples,
+    written with tarfile, indexed as ``root/NAME.taridx`` and opened: sample
+    ``i`` (counted across shards) is one member ``s/IIIIII.cls`` holding
+    ``label(name, i)``."""
+    import io
+    import tarfile
+
+    import binfmt.taridx as taridx
+
+    shards, i = [], 0
+    for fid, size in enumerate(sizes):
+        shard = root / f"{name}_{fid:04d}.tar"
+        with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as tar:
+            for _ in range(size):
+                data = label(name, i).encode()
+                member = tarfile.TarInfo(f"s/{i:06d}.cls")
+                member.size = len(data)
+                tar.addfile(member, io.BytesIO(data))
+                i += 1
+        shards.append(str(shard))
+    taridx.index(shards, str(root / f"{name}.taridx"))
+    return taridx.Dataset(str(root / f"{name}.taridx"))

@@ -6,7 +6,6 @@ PyTorch."""
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import multiprocessing
@@ -15,11 +14,11 @@ import pickle
 import random
 import subprocess
 import sys
-import tarfile
 from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import cls_fold
 
 import binfmt.taridx as taridx
 
@@ -50,22 +49,10 @@ def folds(tmp_path_factory) -> list[taridx.Dataset]:
     """Three folds of FOLDS' shard sizes, written with tarfile; each
     sample's ``.cls`` is ``FOLD:I``."""
     root = tmp_path_factory.mktemp("mixture")
-    out = []
-    for name, sizes in FOLDS.items():
-        shards, i = [], 0
-        for fid, size in enumerate(sizes):
-            shard = root / f"{name}_{fid:04d}.tar"
-            with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as tar:
-                for _ in range(size):
-                    data = f"{name}:{i}".encode()
-                    member = tarfile.TarInfo(f"s/{i:06d}.cls")
-                    member.size = len(data)
-                    tar.addfile(member, io.BytesIO(data))
-                    i += 1
-            shards.append(str(shard))
-        taridx.index(shards, str(root / f"{name}.taridx"))
-        out.append(taridx.Dataset(str(root / f"{name}.taridx")))
-    return out
+    return [
+        cls_fold(root, name, sizes, label=lambda name, i: f"{name}:{i}")
+        for name, sizes in FOLDS.items()
+    ]
 
 
 # --- the spec's rows -----------------------------------------------------------

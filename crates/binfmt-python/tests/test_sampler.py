@@ -6,7 +6,6 @@ DataLoader is a harness that deals batches as it does."""
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import multiprocessing
@@ -15,13 +14,13 @@ import pickle
 import random
 import subprocess
 import sys
-import tarfile
 import tracemalloc
 from collections import Counter
 from typing import Optional
 
 import numpy as np
 import pytest
+from conftest import cls_fold
 
 import binfmt.taridx as taridx
 from binfmt import _binfmt
@@ -48,20 +47,7 @@ def spec_vectors() -> list[tuple[int, int, int, Optional[int], list[int], list[i
 @pytest.fixture(scope="module")
 def fold(tmp_path_factory) -> taridx.Dataset:
     """A dataset of shards of SHARD_SIZES samples, written with tarfile."""
-    root = tmp_path_factory.mktemp("sampler")
-    shards, i = [], 0
-    for fid, size in enumerate(SHARD_SIZES):
-        shard = root / f"train_{fid:04d}.tar"
-        with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as tar:
-            for _ in range(size):
-                data = str(i).encode()
-                member = tarfile.TarInfo(f"s/{i:06d}.cls")
-                member.size = len(data)
-                tar.addfile(member, io.BytesIO(data))
-                i += 1
-        shards.append(str(shard))
-    taridx.index(shards, str(root / "train.taridx"))
-    return taridx.Dataset(str(root / "train.taridx"))
+    return cls_fold(tmp_path_factory.mktemp("sampler"), "train", SHARD_SIZES)
 
 
 def shard_runs(ds: taridx.Dataset) -> list[int]:

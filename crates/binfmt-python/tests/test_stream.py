@@ -7,16 +7,15 @@ processes. No PyTorch: workers are named with ``for_worker``."""
 from __future__ import annotations
 
 import gc
-import io
 import itertools
 import multiprocessing
 import os
 import pickle
-import tarfile
 import threading
 from collections import Counter
 
 import pytest
+from conftest import cls_fold
 
 import binfmt
 import binfmt.taridx as taridx
@@ -27,19 +26,7 @@ SHARD_SIZES = [13, 7, 20, 1, 9, 30]
 
 def write_fold(root, name: str = "train", sizes=SHARD_SIZES) -> taridx.Dataset:
     """A fold of shards of ``sizes`` samples (``.cls``: the sample's number)."""
-    shards, i = [], 0
-    for fid, size in enumerate(sizes):
-        shard = root / f"{name}_{fid:04d}.tar"
-        with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as tar:
-            for _ in range(size):
-                data = str(i).encode()
-                member = tarfile.TarInfo(f"s/{i:06d}.cls")
-                member.size = len(data)
-                tar.addfile(member, io.BytesIO(data))
-                i += 1
-        shards.append(str(shard))
-    taridx.index(shards, str(root / f"{name}.taridx"))
-    return taridx.Dataset(str(root / f"{name}.taridx"))
+    return cls_fold(root, name, sizes)
 
 
 @pytest.fixture(scope="module")
