@@ -547,8 +547,8 @@ fn a_corrupt_block_never_shifts_the_bytes_after_it() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(!is_mounted(&mnt), "still attached after SIGTERM");
     drop(handle);
-    let (status, _) = stopping.join().unwrap();
-    assert!(status.success());
+    let (status, stderr) = stopping.join().unwrap();
+    assert!(status.success(), "{status}: {stderr}");
 }
 
 /// Found from outside: mounting on a FIFO hung in the kernel; on a file, a

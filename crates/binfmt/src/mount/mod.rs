@@ -19,7 +19,7 @@
 pub mod fs;
 pub mod tree;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::entries::EntrySource;
@@ -65,6 +65,8 @@ impl MountOptions {
 /// -u`), which ends [`Mount::run`].
 pub struct Mount {
     session: fuser::Session<fs::MountedFs>,
+    /// The mount point's real path, as the kernel's mount table names it.
+    real: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Mount {
@@ -133,7 +135,8 @@ impl Mount {
         let session = fuser::Session::new(filesystem, mountpoint, &config)
             .map_err(|error| binfmt_core::Error::io(mountpoint, error))
             .in_file(&file)?;
-        Ok(Self { session })
+        let real = std::fs::canonicalize(mountpoint).ok();
+        Ok(Self { session, real })
     }
 
     /// What unmounts this mount from another thread.
@@ -143,7 +146,19 @@ impl Mount {
 
     /// Answers the kernel until the mount is unmounted.
     pub fn run(self) -> Result<()> {
-        let answered = self.session.run();
+        let answered = match self.session.run() {
+            // Some kernels end a lazily detached mount's connection with
+            // ECONNABORTED rather than ENODEV once its last user leaves:
+            // unmounted all the same. An abort while still mounted (through
+            // /sys/fs/fuse/connections) stays an error.
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ConnectionAborted
+                    && !self.real.as_deref().is_some_and(is_mount_point) =>
+            {
+                Ok(())
+            }
+            answered => answered,
+        };
         answered
             .map_err(|error| binfmt_core::Error::io("mount", error))
             .in_file("mount")
@@ -164,12 +179,7 @@ fn check_mountpoint(mountpoint: &Path) -> binfmt_core::Result<()> {
         ));
     }
     let real = std::fs::canonicalize(mountpoint).map_err(io)?;
-    // The kernel's own table (a pseudo-file, not an input of the command).
-    let mounted = std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|info| {
-        info.lines()
-            .any(|line| line.split(' ').nth(4) == real.to_str())
-    });
-    if mounted {
+    if is_mount_point(&real) {
         return Err(refuse("something is mounted there already"));
     }
     if std::fs::read_dir(mountpoint).map_err(io)?.next().is_some() {
@@ -178,6 +188,15 @@ fn check_mountpoint(mountpoint: &Path) -> binfmt_core::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Whether `real` (a canonical path) is a mount point, by the kernel's own
+/// table (a pseudo-file, not an input of the command).
+fn is_mount_point(real: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|info| {
+        info.lines()
+            .any(|line| line.split(' ').nth(4) == real.to_str())
+    })
 }
 
 /// The user and group this process runs as (the owner of `/proc/self`),
