@@ -5,12 +5,14 @@
 //! - [`map_range`]: a read-only map of a file (`memmap2`), behind every
 //!   mapped source (`source/`);
 //! - [`effective_uid`] (Unix): `geteuid`, which the cache directory helper
-//!   (`dir.rs`) checks ownership with.
+//!   (`dir.rs`) checks ownership with;
+//! - [`preadv`] (Unix): one positional read into several buffers, behind
+//!   [`FileSource`](crate::source::FileSource)'s vectored reads.
 
 #![allow(unsafe_code)]
 
 use std::fs::File;
-use std::io;
+use std::io::{self, IoSliceMut};
 
 use memmap2::{Mmap, MmapOptions};
 
@@ -44,4 +46,29 @@ pub(crate) fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions, touches no memory and cannot
     // fail (POSIX).
     unsafe { libc::geteuid() }
+}
+
+/// Reads into `bufs`, in order, from `file` at `offset`, in one `preadv`
+/// call: how many bytes it read (fewer than asked at the end of the file or
+/// when interrupted; the caller loops). At most `IOV_MAX` (1024) buffers
+/// are passed; the rest wait for the next call.
+#[cfg(unix)]
+pub(crate) fn preadv(file: &File, bufs: &mut [IoSliceMut<'_>], offset: u64) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let count = libc::c_int::try_from(bufs.len().min(1024)).unwrap_or(1024);
+    let offset = libc::off_t::try_from(offset)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset past off_t"))?;
+    // SAFETY: `IoSliceMut` is guaranteed ABI-compatible with `iovec` on Unix
+    // (std's documentation); each points at a buffer borrowed mutably for
+    // this call, and `count` is within `bufs`. The descriptor is open for
+    // as long as `file` is borrowed.
+    let read = unsafe {
+        libc::preadv(
+            file.as_raw_fd(),
+            bufs.as_mut_ptr().cast::<libc::iovec>(),
+            count,
+            offset,
+        )
+    };
+    usize::try_from(read).map_err(|_| io::Error::last_os_error())
 }

@@ -92,6 +92,34 @@ impl Source for FileSource {
         })
     }
 
+    #[cfg(unix)]
+    fn read_vectored_exact_at(
+        &self,
+        offset: u64,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> io::Result<()> {
+        let mut offset = offset;
+        let mut bufs = bufs;
+        io::IoSliceMut::advance_slices(&mut bufs, 0);
+        while !bufs.is_empty() {
+            match crate::sys::preadv(&self.file, bufs, offset) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the file ends early: it is shorter than when it was opened (changed underneath)",
+                    ));
+                }
+                Ok(read) => {
+                    offset = offset.saturating_add(read as u64);
+                    io::IoSliceMut::advance_slices(&mut bufs, read);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
+
     fn name(&self) -> &Path {
         &self.path
     }

@@ -103,6 +103,17 @@ impl Source for MapOnDemand {
         }
     }
 
+    fn read_vectored_exact_at(
+        &self,
+        offset: u64,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> io::Result<()> {
+        match self.map.get().and_then(Option::as_ref) {
+            Some(map) => map.as_ref().read_vectored_exact_at(offset, bufs),
+            None => self.file.read_vectored_exact_at(offset, bufs),
+        }
+    }
+
     fn name(&self) -> &Path {
         self.file.name()
     }

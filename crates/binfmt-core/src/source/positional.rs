@@ -42,6 +42,23 @@ pub trait Source: Send + Sync + fmt::Debug {
     /// against [`Source::len`] first ([`SourceExt`](super::SourceExt) does).
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
 
+    /// Fills `bufs`, one after another, with the bytes from `offset` on:
+    /// one request for a source that can (a file: one `preadv`), one
+    /// [`Source::read_exact_at`] per buffer by default. Callers check the
+    /// whole range against [`Source::len`] first.
+    fn read_vectored_exact_at(
+        &self,
+        offset: u64,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> io::Result<()> {
+        let mut offset = offset;
+        for buf in bufs.iter_mut() {
+            self.read_exact_at(offset, buf)?;
+            offset = offset.saturating_add(buf.len() as u64);
+        }
+        Ok(())
+    }
+
     /// What the source is called in error messages: its path or URL.
     fn name(&self) -> &Path;
 
@@ -132,6 +149,13 @@ macro_rules! forward_source {
             }
             fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
                 (**self).read_exact_at(offset, buf)
+            }
+            fn read_vectored_exact_at(
+                &self,
+                offset: u64,
+                bufs: &mut [io::IoSliceMut<'_>],
+            ) -> io::Result<()> {
+                (**self).read_vectored_exact_at(offset, bufs)
             }
             fn name(&self) -> &Path {
                 (**self).name()

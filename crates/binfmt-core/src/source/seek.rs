@@ -51,6 +51,20 @@ impl<R: Read + Seek + Send + fmt::Debug> Source for SeekSource<R> {
         inner.read_exact(buf)
     }
 
+    /// One seek, then each buffer read in turn.
+    fn read_vectored_exact_at(
+        &self,
+        offset: u64,
+        bufs: &mut [io::IoSliceMut<'_>],
+    ) -> io::Result<()> {
+        let mut inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.seek(SeekFrom::Start(offset))?;
+        bufs.iter_mut().try_for_each(|buf| inner.read_exact(buf))
+    }
+
     fn name(&self) -> &Path {
         &self.name
     }

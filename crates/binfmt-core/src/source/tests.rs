@@ -274,3 +274,30 @@ fn non_regular_files_are_refused_without_blocking() {
         })
     ));
 }
+
+#[test]
+fn vectored_reads_fill_each_buffer_in_turn() {
+    let data: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
+    let file = temp_file(&data);
+    let source = FileSource::open(file.path()).unwrap();
+    let (mut a, mut b, mut c) = (vec![0u8; 700], vec![0u8; 0], vec![0u8; 3000]);
+    let mut bufs = [
+        io::IoSliceMut::new(&mut a),
+        io::IoSliceMut::new(&mut b),
+        io::IoSliceMut::new(&mut c),
+    ];
+    source.read_vectored_exact_at(123, &mut bufs).unwrap();
+    assert_eq!(a[..], data[123..823]);
+    assert_eq!(c[..], data[823..3823]);
+    // The default (one read per buffer) gives the same bytes.
+    let (mut d, mut e) = (vec![0u8; 700], vec![0u8; 3000]);
+    let mut bufs = [io::IoSliceMut::new(&mut d), io::IoSliceMut::new(&mut e)];
+    data.read_vectored_exact_at(123, &mut bufs).unwrap();
+    assert_eq!((d, e), (a, c));
+    // Past the end: an error, never a short buffer taken as whole.
+    let mut tail = vec![0u8; 200];
+    let error = source
+        .read_vectored_exact_at(9_900, &mut [io::IoSliceMut::new(&mut tail)])
+        .unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+}
