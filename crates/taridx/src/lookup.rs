@@ -31,7 +31,21 @@ impl<S: Source> Index<S> {
     /// Where `row`'s member sits among the rows, and what `checked` (its
     /// open shard's memory, [`crate::checked`]) says is known of it.
     pub(crate) fn look_up(&self, row: &Row, checked: &Checked) -> Result<Lookup> {
-        let located = self.places()?.locate(row.fid.get(), row.offset.get())?;
+        self.look_up_numbered(row, None, checked)
+    }
+
+    /// [`Index::look_up`] for the row numbered `number` in the index, when
+    /// the caller knows it (a hint, checked: no search when the rows are in
+    /// shard order).
+    pub(crate) fn look_up_numbered(
+        &self,
+        row: &Row,
+        number: Option<usize>,
+        checked: &Checked,
+    ) -> Result<Lookup> {
+        let located = self
+            .places()?
+            .locate_row(number, row.fid.get(), row.offset.get())?;
         let known = located.at.is_some_and(|at| checked.get(at));
         // The predecessor's full check implies the one its successor makes
         // of it: the bit is only set for a member whose size is its own

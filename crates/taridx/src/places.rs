@@ -101,6 +101,8 @@ impl Conflict {
 pub(crate) struct Places {
     places: Vec<Place>,
     conflict: Option<Conflict>,
+    /// Whether row `n` is place `n` (the rows are in shard order).
+    identity: bool,
 }
 
 impl Places {
@@ -151,7 +153,17 @@ impl Places {
                 None
             }
         });
-        Ok(Self { places, conflict })
+        // Rows written in shard order (every writer's, glzn's too) make
+        // the sorted view the rows themselves: a row's number is then its
+        // place, and `locate_row` needs no search.
+        let identity = (0u64..)
+            .zip(&places)
+            .all(|(number, place)| place.row == number);
+        Ok(Self {
+            places,
+            conflict,
+            identity,
+        })
     }
 
     /// The places in shard order, or the error for the first conflict.
@@ -186,6 +198,34 @@ impl Places {
             at: own.then_some(at),
             before,
         })
+    }
+
+    /// [`Places::locate`] for the row numbered `number` (when known), at
+    /// `offset` in shard `fid`: without a search when the rows are in shard
+    /// order and that place is this row's; by the search otherwise.
+    pub fn locate_row(
+        &self,
+        number: Option<usize>,
+        fid: u16,
+        offset: u64,
+    ) -> crate::Result<Located> {
+        let places = self.sorted()?;
+        if let Some(at) = number.filter(|_| self.identity)
+            && places
+                .get(at)
+                .is_some_and(|place| (place.fid, place.offset) == (fid, offset))
+        {
+            let before = at
+                .checked_sub(1)
+                .and_then(|before| places.get(before))
+                .filter(|before| before.fid == fid)
+                .copied();
+            return Ok(Located {
+                at: Some(at),
+                before,
+            });
+        }
+        self.locate(fid, offset)
     }
 
     /// The positions of shard `fid`'s rows in the sorted view.
