@@ -53,7 +53,7 @@ fn main() {
         order.swap(i, (next() % (i as u64 + 1)) as usize);
     }
     let dataset = Dataset::open(&index, std::slice::from_ref(&shard)).unwrap();
-    let rows = dataset.rows().to_vec();
+    let rows = dataset.rows();
     let file = std::fs::File::open(&shard).unwrap();
     let limit = || {
         for &i in &order {

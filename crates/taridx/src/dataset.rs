@@ -26,10 +26,11 @@ use crate::index::{Index, rows_contiguous};
 use crate::keys::keyhash;
 use crate::lookup::Lookup;
 use crate::member::{MemberInfo, MemberReader};
+use crate::scatter;
 use crate::shard_list::find_shards;
 use crate::shards::{DEFAULT_OPEN_SHARDS, OpenShards, ShardFiles, ShardSet};
 use crate::tar::BLOCK_SIZE;
-use crate::window::Window;
+use crate::window::{WINDOW_LIMIT, Window};
 
 /// How a dataset opens its shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -573,7 +574,10 @@ impl<S: Source> Dataset<S> {
             let (shard, checked) = self.shard(first)?;
             let lookups = run
                 .iter()
-                .map(|row| self.index.look_up(row, &checked))
+                .map(|row| {
+                    self.index
+                        .look_up_numbered(row, self.row_place(row), &checked)
+                })
                 .collect::<Result<Vec<_>>>()?;
             let source = self.announce_run(shard, run.iter().zip(&lookups));
             for (row, lookup) in run.iter().zip(&lookups) {
@@ -582,6 +586,78 @@ impl<S: Source> Dataset<S> {
             rest = tail;
         }
         Ok(members)
+    }
+
+    /// Reads the payloads of `rows` (a sample's, say) into `payloads`, one
+    /// buffer per row, each as long as its row's size; every member's tar
+    /// header is checked against its row first, as [`Dataset::sample_members`]
+    /// does, and what each header said is returned. Members whose gaps were
+    /// checked already (spec/taridx.md §4.2) and that span at most 64 KiB of
+    /// a shard are read in one vectored request, headers into a scratch
+    /// buffer and payloads straight into `payloads` (no second copy); the
+    /// others through [`Dataset::sample_members`]. On an error the buffers
+    /// hold no meaning.
+    pub fn read_sample_into(
+        &self,
+        rows: &[Row],
+        payloads: &mut [&mut [u8]],
+    ) -> Result<Vec<MemberInfo>> {
+        if rows.len() != payloads.len()
+            || rows
+                .iter()
+                .zip(payloads.iter())
+                .any(|(row, payload)| payload.len() as u64 != row.size.get())
+        {
+            return Err(TaridxError::from_io(
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "read_sample_into: one buffer per row, as long as its size",
+                ),
+                self.index.source().name(),
+            ));
+        }
+        let mut infos = alloc::vec_with_capacity(rows.len(), "taridx sample members")?;
+        let (mut rest, mut buffers) = (rows, payloads);
+        while let Some(first) = rest.first() {
+            let fid = first.fid.get();
+            let run = rest.iter().take_while(|row| row.fid.get() == fid).count();
+            let (run, tail) = rest.split_at(run);
+            let (run_buffers, tail_buffers) = std::mem::take(&mut buffers).split_at_mut(run.len());
+            let (shard, checked) = self.shard(first)?;
+            let lookups = run
+                .iter()
+                .map(|row| {
+                    self.index
+                        .look_up_numbered(row, self.row_place(row), &checked)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let span = scatter::span(run, shard.len())
+                .filter(|_| shard.in_memory().is_none() && lookups.iter().all(|l| l.known));
+            if let Some(span) = span {
+                shard.will_read(std::slice::from_ref(&span));
+                let headers = scatter::Headers::read(&shard, span, run, run_buffers)
+                    .map_err(|error| TaridxError::from_io(error, shard.name()))?;
+                for (row, lookup) in run.iter().zip(&lookups) {
+                    let info = self
+                        .index
+                        .check_looked_up(&headers, row, lookup, &checked)
+                        .map_err(|error| self.renumber(error, row))?;
+                    infos.push(info);
+                }
+            } else {
+                let source = self.announce_run(shard, run.iter().zip(&lookups));
+                for ((row, lookup), buffer) in run.iter().zip(&lookups).zip(run_buffers.iter_mut())
+                {
+                    let mut member = self.checked_member(&source, row, lookup, &checked)?;
+                    std::io::Read::read_exact(&mut member, buffer)
+                        .map_err(|error| TaridxError::from_io(error, source.name()))?;
+                    infos.push(member.info().clone());
+                }
+            }
+            rest = tail;
+            buffers = tail_buffers;
+        }
+        Ok(infos)
     }
 
     /// Announces to `shard` what checking and reading `rows` (of that
@@ -632,8 +708,30 @@ impl<S: Source> Dataset<S> {
         MemberReader::new(Arc::clone(source), row, info)
     }
 
+    /// The number of `row` when it is one of [`Dataset::rows`] itself (a
+    /// slice of them, as [`Dataset::sample`] lends), found by its address:
+    /// a hint for the lookup, which checks it.
+    fn row_place(&self, row: &Row) -> Option<usize> {
+        let rows = self.rows();
+        let size = std::mem::size_of::<Row>();
+        let base = rows.as_ptr() as usize;
+        let offset = (row as *const Row as usize).checked_sub(base)?;
+        (offset % size == 0 && offset / size < rows.len()).then_some(offset / size)
+    }
+
     /// The row's payload in a buffer ([`Dataset::member`], read to the end).
     pub fn read(&self, row: &Row) -> Result<Vec<u8>> {
+        // A small member: a buffer of the row's size (at most 64 KiB, so
+        // allocating before the check is bounded) filled by one vectored
+        // read with its header (`read_sample_into`).
+        if let Some(len) = usize::try_from(row.size.get())
+            .ok()
+            .filter(|&len| len as u64 <= WINDOW_LIMIT)
+        {
+            let mut bytes = vec![0u8; len];
+            self.read_sample_into(std::slice::from_ref(row), &mut [&mut bytes])?;
+            return Ok(bytes);
+        }
         self.member(row)?.into_vec()
     }
 

@@ -55,6 +55,7 @@ mod member;
 mod places;
 mod sample_writer;
 pub mod sampler;
+mod scatter;
 mod shard_list;
 mod shard_patterns;
 mod shard_reports;

@@ -158,6 +158,21 @@ fn a_header_rewritten_under_an_open_shard_is_caught() {
     for row in dataset.rows() {
         dataset.read(row).unwrap();
     }
+    // Checked once: a whole sample is now read by one vectored read into
+    // the caller's buffers, its headers still checked.
+    let rows = &dataset.rows()[2..4];
+    let (mut jpg, mut cls) = (vec![0u8; 700], vec![0u8; 3]);
+    let infos = dataset
+        .read_sample_into(rows, &mut [&mut jpg, &mut cls])
+        .unwrap();
+    assert_eq!((jpg, cls), (vec![b'B'; 700], vec![b'B'; 3]));
+    assert_eq!(infos[1].name, "s/b.cls");
+    assert!(
+        dataset
+            .read_sample_into(rows, &mut [&mut [0u8; 700], &mut [0u8; 2]])
+            .is_err(),
+        "a buffer of the wrong size"
+    );
     // s/b.jpg's header renamed in place (a valid header of the same size):
     // its gap was checked, but its own header is checked on every read.
     let row = *dataset
@@ -180,5 +195,12 @@ fn a_header_rewritten_under_an_open_shard_is_caught() {
             "{error}"
         );
         assert!(dataset.sample_members(&[row]).is_err());
+        let error = dataset
+            .read_sample_into(&dataset.rows()[2..4], &mut [&mut [0u8; 700], &mut [0u8; 3]])
+            .expect_err("renamed under the reader, read with its sample");
+        assert!(
+            matches!(problem(&error), Some(RowProblem::Key { .. })),
+            "{error}"
+        );
     }
 }
