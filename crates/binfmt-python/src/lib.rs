@@ -33,6 +33,7 @@ use pyo3::prelude::*;
 
 pub mod arcx;
 pub mod cli;
+mod direct;
 pub mod entries;
 pub mod errors;
 pub mod kastore;

@@ -32,7 +32,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::kastore::view;
-use crate::{errors, remote};
+use crate::{direct, errors, remote};
 
 /// Adds the TARIDX classes and functions to the module.
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -371,13 +371,7 @@ impl NativeDataset {
             };
             sample.set_item(extension, value)?;
         }
-        sample.set_item(
-            intern!(py, "__key__"),
-            key.unwrap_or_else(|| PyString::new(py, "")),
-        )?;
-        let shard = rows.first().map(|row| self.shard_string(py, row.fid.get()));
-        sample.set_item(intern!(py, "__shard__"), shard)?;
-        sample.set_item(intern!(py, "__index__"), index)?;
+        self.finish_dict(py, &sample, index, rows, key)?;
         Ok(sample)
     }
 
@@ -390,9 +384,57 @@ impl NativeDataset {
         zero_copy: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let rows = self.rows(index)?;
+        if let Some(sample) = self.direct_dict(py, index, rows)? {
+            return Ok(sample);
+        }
         let members =
             remote::detach(py, || self.dataset.sample_members(rows))?.map_err(taridx_error)?;
         self.sample_dict(py, index, rows, members, zero_copy)
+    }
+
+    /// The sample dict of `rows`, its members read straight into their
+    /// `bytes` objects ([`direct`]), when the shards are not mapped and the
+    /// sample is small enough; `None` otherwise.
+    fn direct_dict<'py>(
+        &self,
+        py: Python<'py>,
+        index: usize,
+        rows: &[Row],
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        if self.mapped {
+            return Ok(None);
+        }
+        let Some((infos, objects)) = direct::read_sample(py, &self.dataset, rows)? else {
+            return Ok(None);
+        };
+        let sample = PyDict::new(py);
+        let rule = self.dataset.index().key_rule();
+        let mut key = None;
+        for ((row, info), object) in rows.iter().zip(&infos).zip(objects) {
+            key.get_or_insert_with(|| PyString::new(py, rule.split_parts(&info.name).0));
+            sample.set_item(self.extension_key(py, row, &info.name), object)?;
+        }
+        self.finish_dict(py, &sample, index, rows, key)?;
+        Ok(Some(sample))
+    }
+
+    /// Adds `__key__`, `__shard__` and `__index__` to a sample dict.
+    fn finish_dict<'py>(
+        &self,
+        py: Python<'py>,
+        sample: &Bound<'py, PyDict>,
+        index: usize,
+        rows: &[Row],
+        key: Option<Bound<'py, PyString>>,
+    ) -> PyResult<()> {
+        sample.set_item(
+            intern!(py, "__key__"),
+            key.unwrap_or_else(|| PyString::new(py, "")),
+        )?;
+        let shard = rows.first().map(|row| self.shard_string(py, row.fid.get()));
+        sample.set_item(intern!(py, "__shard__"), shard)?;
+        sample.set_item(intern!(py, "__index__"), index)?;
+        Ok(())
     }
 }
 
@@ -562,6 +604,19 @@ impl NativeDataset {
         let list = PyList::empty(py);
         // A few samples at a time: what they read stays in the processor's
         // caches until it is copied into their dicts.
+        if !self.mapped {
+            // Each sample straight into its `bytes` objects (the GIL
+            // released for each read), where it is small enough.
+            let mut rest = &samples[..];
+            while let Some(((index, rows), tail)) = rest.split_first() {
+                match self.direct_dict(py, *index, rows)? {
+                    Some(sample) => list.append(sample)?,
+                    None => list.append(self.read_sample(py, *index, zero_copy)?)?,
+                }
+                rest = tail;
+            }
+            return Ok(list);
+        }
         for group in samples.chunks(BATCH_GROUP) {
             let members = remote::detach(py, || {
                 group
