@@ -4,6 +4,7 @@ background thread in batches (``get_batch``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import queue
 import sys
@@ -30,6 +31,29 @@ def _torch_worker() -> Optional[tuple[int, int]]:
         return None
     worker = info()
     return None if worker is None else (int(worker.id), int(worker.num_workers))
+
+
+#: Whether ``Stream`` was offered to torch (registered, or torch is absent).
+_TORCH_CHECKED = [False]
+
+
+def _register_with_torch() -> None:
+    """Registers ``Stream`` as a virtual subclass of
+    ``torch.utils.data.IterableDataset`` (an ABC), once, when torch is
+    installed: ``DataLoader`` decides by ``isinstance`` whether a dataset is
+    iterable, and would otherwise index a stream as a map-style one. torch
+    is imported here only when it is installed and not imported yet."""
+    if _TORCH_CHECKED[0]:
+        return
+    _TORCH_CHECKED[0] = True
+    data = sys.modules.get("torch.utils.data")
+    if data is None:
+        if importlib.util.find_spec("torch") is None:
+            return
+        import torch.utils.data as data
+    register = getattr(getattr(data, "IterableDataset", None), "register", None)
+    if callable(register):
+        register(Stream)
 
 
 def _read(dataset: Any, group: list[int]) -> list[Any]:
@@ -174,6 +198,10 @@ class Stream:
     share in order and the sampler's ``state_dict(samples_seen)`` resumes
     exactly (load the state, make a new stream).
 
+    With torch installed, a stream is a ``torch.utils.data.IterableDataset``
+    (registered as one when the first stream is made), so
+    ``DataLoader(stream, batch_size=..., num_workers=...)`` iterates it.
+
     The worker is, in this order: the one :meth:`for_worker` set; the
     DataLoader worker this process is, from
     ``torch.utils.data.get_worker_info()`` when torch is imported; else
@@ -215,6 +243,7 @@ class Stream:
                 f"the sampler is of {sampler.length} samples; the dataset has {len(dataset)}: "
                 "make the sampler from this dataset"
             )
+        _register_with_torch()
         self.dataset = dataset
         self.sampler = sampler
         self.batch_size = _integer("batch_size", batch_size, 1, _MAX)
