@@ -384,7 +384,7 @@ impl NativeDataset {
         zero_copy: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let rows = self.rows(index)?;
-        if let Some(sample) = self.direct_dict(py, index, rows)? {
+        if let Some(sample) = self.direct_dict(py, index, rows, zero_copy)? {
             return Ok(sample);
         }
         let members =
@@ -393,15 +393,16 @@ impl NativeDataset {
     }
 
     /// The sample dict of `rows`, its members read straight into their
-    /// `bytes` objects ([`direct`]), when the shards are not mapped and the
-    /// sample is small enough; `None` otherwise.
+    /// `bytes` objects ([`direct`]), when the sample is small enough and no
+    /// zero-copy view of mapped shards is asked for; `None` otherwise.
     fn direct_dict<'py>(
         &self,
         py: Python<'py>,
         index: usize,
         rows: &[Row],
+        zero_copy: bool,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        if self.mapped {
+        if self.mapped && zero_copy {
             return Ok(None);
         }
         let Some((infos, objects)) = direct::read_sample(py, &self.dataset, rows)? else {
@@ -604,12 +605,12 @@ impl NativeDataset {
         let list = PyList::empty(py);
         // A few samples at a time: what they read stays in the processor's
         // caches until it is copied into their dicts.
-        if !self.mapped {
+        if !(self.mapped && zero_copy) {
             // Each sample straight into its `bytes` objects (the GIL
             // released for each read), where it is small enough.
             let mut rest = &samples[..];
             while let Some(((index, rows), tail)) = rest.split_first() {
-                match self.direct_dict(py, *index, rows)? {
+                match self.direct_dict(py, *index, rows, zero_copy)? {
                     Some(sample) => list.append(sample)?,
                     None => list.append(self.read_sample(py, *index, zero_copy)?)?,
                 }
