@@ -270,8 +270,8 @@ class Dataset:
     least 1; a size without a directory is ``ValueError``), least recently
     used first out, for every process of the machine that names it: the
     workers of a DataLoader, later runs. Every file is checked against its
-    SHA-256 when read (a damaged one is a miss, fetched again and
-    replaced), no symlink in it is ever followed, and a directory that is
+    SHA-256 when read (a damaged one is a miss: deleted, its range
+    fetched again), no symlink in it is ever followed, and a directory that is
     a symlink, not yours or writable by others is refused with an error
     naming it (docs/python.md, "A shared cache of remote shards"). The
     settings pickle with the dataset.
