@@ -9,6 +9,7 @@
 //! filters (and `-W error`) apply to them.
 
 use std::ffi::CString;
+use std::path::Path;
 use std::sync::Mutex;
 
 use binfmt_core::{ByteSource, Source};
@@ -36,11 +37,20 @@ pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
 /// How entry points open locations: the defaults, warnings queued for
 /// [`detach`] to issue.
 pub(crate) fn open_options() -> binfmt::OpenOptions {
-    let remote = binfmt_remote::RemoteOptions::default().on_warning(|warning| {
+    cached_options(None)
+}
+
+/// [`open_options`] with fetched ranges also kept in a disk cache (a
+/// directory and its byte limit), shared with other processes naming it.
+pub(crate) fn cached_options(cache: Option<(&Path, u64)>) -> binfmt::OpenOptions {
+    let mut remote = binfmt_remote::RemoteOptions::default().on_warning(|warning| {
         if let Ok(mut pending) = PENDING.lock() {
             pending.push(warning.to_string());
         }
     });
+    if let Some((dir, limit)) = cache {
+        remote = remote.with_cache_dir(dir, limit);
+    }
     binfmt::OpenOptions::default().remote(remote)
 }
 

@@ -262,6 +262,10 @@ const BATCH_GROUP: usize = 8;
 /// ids are 16 bits).
 const MAX_OPEN_SHARDS: usize = 1 << 16;
 
+/// The disk cache's byte limit when `cache_dir` is given alone: 1 GiB, as
+/// the command line's `--cache-size`.
+const DEFAULT_CACHE_SIZE: u64 = 1 << 30;
+
 /// An index with its shards (local files, or objects beside a remote
 /// index), as samples.
 #[pyclass(frozen, module = "binfmt.taridx", name = "_NativeDataset")]
@@ -485,9 +489,12 @@ impl NativeDataset {
     /// Opens `index` with `shards` (in fid order), keeping only samples
     /// that have every extension of `extensions` (and only those members).
     /// An `http://`, `https://` or `s3://` index takes no shards: its
-    /// fold's shards are the objects beside it (`binfmt::open_dataset`).
+    /// fold's shards are the objects beside it (`binfmt::open_dataset`),
+    /// its fetched ranges kept in `cache_dir` (at most `cache_size` bytes)
+    /// when given; a local index takes no cache.
     #[new]
-    #[pyo3(signature = (index, shards, extensions, open_shards, map_shards))]
+    #[pyo3(signature = (index, shards, extensions, open_shards, map_shards, cache_dir = None, cache_size = DEFAULT_CACHE_SIZE))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
     fn new(
         py: Python<'_>,
         index: String,
@@ -495,6 +502,8 @@ impl NativeDataset {
         extensions: Vec<String>,
         open_shards: usize,
         map_shards: bool,
+        cache_dir: Option<PathBuf>,
+        cache_size: u64,
     ) -> PyResult<Self> {
         if !(1..=MAX_OPEN_SHARDS).contains(&open_shards) {
             return Err(PyValueError::new_err(format!(
@@ -507,13 +516,27 @@ impl NativeDataset {
                 "{index}: a remote index's shards are the fold's objects beside it; pass no shards"
             )));
         }
+        if let Some(dir) = &cache_dir {
+            if !is_remote {
+                return Err(PyValueError::new_err(format!(
+                    "cache_dir {:?}: {index:?} is local; only a remote index's ranges are cached",
+                    dir.display().to_string()
+                )));
+            }
+        }
+        if cache_size == 0 {
+            return Err(PyValueError::new_err(
+                "cache_size = 0: need at least 1 byte",
+            ));
+        }
+        let cache = cache_dir.as_deref().map(|dir| (dir, cache_size));
         let options = DatasetOptions::new()
             .open_shards(open_shards)
             .map_shards(map_shards);
         let required: Vec<&str> = extensions.iter().map(String::as_str).collect();
         let dataset = remote::detach(py, || -> Result<_, remote::BoxError> {
             let mut dataset = match shards {
-                None if is_remote => binfmt::open_dataset(&index, &remote::open_options())?,
+                None if is_remote => binfmt::open_dataset(&index, &remote::cached_options(cache))?,
                 _ => {
                     // Read by offset: its rows are copied once, so a file
                     // truncated underneath is never touched through a map.

@@ -10,6 +10,16 @@
 //! to more than the limit, the least recently used (oldest modification
 //! time) are deleted first.
 //!
+//! Several processes (a DataLoader's workers) may share the directory, each
+//! with its own [`DiskCache`]: each counts the directory when it first
+//! writes and again whenever it has written a sixteenth of the limit since
+//! its last count, so its own writes are the only ones it can miss, and
+//! they stay under a sixteenth of the limit (the bound: spec/remote.md,
+//! "Caches and memory"). Temporary names are unique (made with `O_EXCL`),
+//! so writers of one range never share a temporary file (one a killed
+//! writer left is deleted by a count an hour later); a range deleted under
+//! a reader is a miss.
+//!
 //! The directory is not trusted beyond its path: it must be the user's and
 //! writable by no one else (see spec/remote.md, "Caches and memory"), and
 //! every entry goes through [`binfmt_core::dir`]: opened by a name this
@@ -45,10 +55,29 @@ const HEADER: u64 = 8 + 8 + 8 + 32;
 pub(crate) struct DiskCache {
     root: PathBuf,
     limit: u64,
-    /// Bytes in the directory: counted on the first write, then kept up to
-    /// date by this process.
-    used: Mutex<Option<u64>>,
+    /// Bytes in the directory as this handle knows them.
+    used: Mutex<Usage>,
 }
+
+/// What one handle knows of its directory's size.
+#[derive(Debug, Default)]
+struct Usage {
+    /// Bytes at the last count plus this handle's writes since; `None`
+    /// before the first count.
+    total: Option<u64>,
+    /// This handle's writes since the last count: other handles' writes
+    /// (other processes) are seen only by counting again.
+    unseen: u64,
+}
+
+/// A handle counts the directory again once it has written this share of
+/// the limit since its last count: the directory exceeds the limit by
+/// less than this share per handle writing to it.
+const RECOUNT_SHARE: u64 = 16;
+
+/// A temporary file this old was left by a writer that died: writing one
+/// range takes far less.
+const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// One object's directory in the cache, and the ranges it holds.
 #[derive(Debug)]
@@ -130,6 +159,22 @@ fn parse_name(name: &str) -> Option<(u64, u64)> {
     Some((number(start)?, number(len)?))
 }
 
+/// Whether `name` is a temporary name [`DiskObject::write_file`] writes
+/// through (the output gate's `.START-LEN.XXXXXX.tmp`).
+fn is_temporary(name: &str) -> bool {
+    let Some(inner) = name
+        .strip_prefix('.')
+        .and_then(|name| name.strip_suffix(".tmp"))
+    else {
+        return false;
+    };
+    inner.rsplit_once('.').is_some_and(|(range, random)| {
+        parse_name(range).is_some()
+            && random.len() == 6
+            && random.bytes().all(|byte| byte.is_ascii_alphanumeric())
+    })
+}
+
 /// Reads the header of an entry and tells whether it is ours; the file is
 /// opened through the untrusted-directory helper.
 fn proven(dir: &Path, name: &str, start: u64, len: u64) -> bool {
@@ -161,7 +206,7 @@ impl DiskCache {
         Ok(Self {
             root: root.to_owned(),
             limit,
-            used: Mutex::new(None),
+            used: Mutex::new(Usage::default()),
         })
     }
 
@@ -187,44 +232,68 @@ impl DiskCache {
         })
     }
 
-    /// Notes `added` new bytes; past the limit, deletes the least recently
-    /// used files until the directory holds at most 90% of it.
+    /// Bytes written between two counts of the directory by one handle.
+    fn recount_every(&self) -> u64 {
+        (self.limit / RECOUNT_SHARE).max(1)
+    }
+
+    /// Notes `added` new bytes, counting the directory again when this
+    /// handle has written [`Self::recount_every`] bytes since its last
+    /// count (or never counted); past the limit, deletes the least
+    /// recently used files until the directory holds at most 90% of it.
     fn grew(&self, added: u64) {
         let mut used = lock(&self.used);
-        let total = match *used {
-            Some(total) => total.saturating_add(added),
-            None => self.files().iter().map(|file| file.3).sum(),
+        used.unseen = used.unseen.saturating_add(added);
+        let mut listed = None;
+        let total = match used.total {
+            Some(total) if used.unseen < self.recount_every() => total.saturating_add(added),
+            // Other processes' writes since the last count are in it.
+            _ => {
+                used.unseen = 0;
+                let files = self.files();
+                let total = files.iter().map(|file| file.3).sum();
+                listed = Some(files);
+                total
+            }
         };
-        *used = Some(total);
+        used.total = Some(total);
         if total <= self.limit {
             return;
         }
         // Down to 90% of the limit, so that the next writes do not walk the
         // directory again at once.
         let target = self.limit - self.limit / 10;
-        let mut files = self.files();
+        let mut files = listed.unwrap_or_else(|| self.files());
         files.sort();
         let mut total: u64 = files.iter().map(|file| file.3).sum();
         for (_, dir, name, len) in files {
             if total <= target {
                 break;
             }
-            // Only a file whose header says this module wrote it.
+            // Only a file whose header says this module wrote it. Another
+            // process may delete it first: then it is no longer counted.
             let Some((start, range_len)) = parse_name(&name) else {
                 continue;
             };
-            if proven(&dir, &name, start, range_len)
-                && dir::remove_file(&dir, &name).is_ok_and(|removed| removed)
-            {
-                total -= len;
+            if proven(&dir, &name, start, range_len) {
+                let _ = dir::remove_file(&dir, &name);
+            }
+            // Deleted here, or meanwhile by another process: not counted.
+            let gone = std::fs::symlink_metadata(dir.join(&name))
+                .is_err_and(|error| error.kind() == io::ErrorKind::NotFound);
+            if gone {
+                total = total.saturating_sub(len);
             }
         }
-        *used = Some(total);
+        used.total = Some(total);
+        used.unseen = 0;
     }
 
     /// Every cache file: modification time, directory, name, length. Only
     /// entries with this module's names that are regular files of the
     /// user's, in real directories (symlinks are never followed), count.
+    /// Temporary files untouched for [`STALE_TEMPORARY`] (their writer was
+    /// killed) are deleted on the way.
     fn files(&self) -> Vec<(SystemTime, PathBuf, String, u64)> {
         let mut files = Vec::new();
         let Ok(objects) = dir::subdirs(&self.root) else {
@@ -236,11 +305,16 @@ impl DiskCache {
                 continue;
             };
             for (name, metadata) in entries {
+                let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                 let Some((_, len)) = parse_name(&name) else {
+                    let stale = modified.elapsed().is_ok_and(|age| age >= STALE_TEMPORARY);
+                    if stale && is_temporary(&name) {
+                        // A live writer's rename then fails: a lost write.
+                        let _ = dir::remove_file(&object, &name);
+                    }
                     continue;
                 };
                 if metadata.len() == HEADER.saturating_add(len) {
-                    let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
                     files.push((modified, object.clone(), name, metadata.len()));
                 }
             }
@@ -554,5 +628,138 @@ mod tests {
         let (missing, found) = object.read(vec![0..10], 0, &mut [0; 10]);
         assert_eq!(missing, vec![0..10]);
         assert!(found.is_empty());
+    }
+
+    /// The bytes of every cache file under `root`.
+    fn on_disk(cache: &DiskCache) -> u64 {
+        cache.files().iter().map(|file| file.3).sum()
+    }
+
+    #[test]
+    fn handles_sharing_a_directory_keep_it_within_the_bound() {
+        // Four handles are four worker processes: each sees the others'
+        // writes only by counting the directory again.
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        let limit = 16_000;
+        let handles: Vec<DiskCache> = (0..4)
+            .map(|_| DiskCache::new(&root, limit).unwrap())
+            .collect();
+        let objects: Vec<DiskObject> = handles
+            .iter()
+            .map(|cache| cache.object("http://h/x", "\"e\"", 1 << 20).unwrap())
+            .collect();
+        let bound = limit + 4 * (limit / RECOUNT_SHARE);
+        let mut most = 0;
+        for step in 0..400u64 {
+            let which = (step % 4) as usize;
+            let piece = Bytes::from(vec![step as u8; 200]);
+            objects[which].write(&handles[which], step * 200, &piece);
+            most = most.max(on_disk(&handles[0]));
+        }
+        assert!(most <= bound, "{most} > {bound}");
+        // 400 ranges of 256 bytes were written: far past the limit.
+        assert!(most > limit / 2, "{most}");
+    }
+
+    #[test]
+    fn writers_of_one_range_never_share_a_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        let data: Bytes = (0..4096u32)
+            .map(|i| (i * 7) as u8)
+            .collect::<Vec<u8>>()
+            .into();
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    let cache = DiskCache::new(&root, 1 << 20).unwrap();
+                    for _ in 0..20 {
+                        // A fresh handle knows nothing: it writes the range.
+                        let object = cache.object("http://h/x", "\"e\"", 8192).unwrap();
+                        lock(&object.ranges).clear();
+                        object.write(&cache, 100, &data);
+                    }
+                });
+            }
+        });
+        let cache = DiskCache::new(&root, 1 << 20).unwrap();
+        let (object_dir, name) = only_file(&cache);
+        assert_eq!(name, "100-4096");
+        let leftovers: Vec<_> = fs::read_dir(&object_dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .filter(|entry| entry != "100-4096")
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        let object = cache.object("http://h/x", "\"e\"", 8192).unwrap();
+        let mut buf = vec![0; 4096];
+        let (missing, _) = object.read(vec![100..4196], 100, &mut buf);
+        assert!(missing.is_empty());
+        assert_eq!(buf, data);
+        // Two temporary files for one destination have two names.
+        let first = binfmt_core::AtomicFile::create(object_dir.join("0-1")).unwrap();
+        let second = binfmt_core::AtomicFile::create(object_dir.join("0-1")).unwrap();
+        assert_ne!(first.temp_path(), second.temp_path());
+    }
+
+    #[test]
+    fn temporary_files_of_dead_writers_go_when_the_directory_is_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
+        let object = cache.object("http://h/x", "\"e\"", 100).unwrap();
+        let old = SystemTime::now() - STALE_TEMPORARY - std::time::Duration::from_secs(1);
+        let names = [
+            ".0-10.a1B2c3.tmp",
+            ".0-10.a1B2c4.tmp",
+            ".notours.a1B2c3.tmp",
+            "0-10.tmp",
+        ];
+        for name in names {
+            fs::write(object.dir.join(name), b"partial").unwrap();
+        }
+        // Old: the first and the third; only the first is a cache name.
+        for name in [names[0], names[2], names[3]] {
+            let file = fs::File::options()
+                .write(true)
+                .open(object.dir.join(name))
+                .unwrap();
+            file.set_modified(old).unwrap();
+        }
+        assert!(is_temporary(names[0]) && is_temporary(names[1]));
+        assert!(!is_temporary(names[2]) && !is_temporary(names[3]));
+        assert!(cache.files().is_empty());
+        assert!(
+            !object.dir.join(names[0]).exists(),
+            "a dead writer's file goes"
+        );
+        for name in &names[1..] {
+            assert!(object.dir.join(name).exists(), "{name} stays");
+        }
+    }
+
+    #[test]
+    fn a_range_deleted_under_a_reader_is_a_miss_then_fetched_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("c");
+        let writer = DiskCache::new(&root, 1 << 20).unwrap();
+        let object = writer.object("http://h/x", "\"e\"", 100).unwrap();
+        object.write(&writer, 0, &Bytes::from_static(b"0123456789"));
+        // Another process lists the range, then it is evicted.
+        let reader = DiskCache::new(&root, 1 << 20).unwrap();
+        let listed = reader.object("http://h/x", "\"e\"", 100).unwrap();
+        assert!(listed.missing(vec![0..10]).is_empty());
+        let (object_dir, name) = only_file(&writer);
+        fs::remove_file(object_dir.join(name)).unwrap();
+        let mut buf = [0; 10];
+        let (missing, found) = listed.read(vec![2..8], 2, &mut buf[2..8]);
+        assert_eq!(missing, vec![2..8]);
+        assert!(found.is_empty());
+        assert_eq!(listed.missing(vec![0..10]), vec![0..10]);
+        // The fetched bytes go back in, and are read.
+        listed.write(&reader, 0, &Bytes::from_static(b"0123456789"));
+        let (missing, _) = listed.read(vec![0..10], 0, &mut buf);
+        assert!(missing.is_empty());
+        assert_eq!(&buf, b"0123456789");
     }
 }

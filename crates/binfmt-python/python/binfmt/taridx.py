@@ -38,6 +38,12 @@ list, ``FOLD_0000.tar``, ``FOLD_0001.tar``, ... as many as the rows point
 into), and each sample is fetched with one range request::
 
     ds = taridx.Dataset("https://example.org/data/train.taridx")
+
+and ``cache_dir=`` keeps what is fetched on local disk, shared by every
+worker process of the machine::
+
+    ds = taridx.Dataset("s3://bucket/train.taridx", cache_dir="/var/tmp/me/binfmt",
+                        cache_size=20 << 30)
 """
 
 from __future__ import annotations
@@ -258,6 +264,18 @@ class Dataset:
     DataLoader worker) opens its own readers there on first use: a remote
     dataset never shares its connections with the parent.
 
+    ``cache_dir`` (a remote index only; with a local one it is
+    ``ValueError``) keeps the ranges fetched of the index and its shards
+    in that directory, at most ``cache_size`` bytes (default 1 GiB, at
+    least 1; a size without a directory is ``ValueError``), least recently
+    used first out, for every process of the machine that names it: the
+    workers of a DataLoader, later runs. Every file is checked against its
+    SHA-256 when read (a damaged one is a miss: deleted, its range
+    fetched again), no symlink in it is ever followed, and a directory that is
+    a symlink, not yours or writable by others is refused with an error
+    naming it (docs/python.md, "A shared cache of remote shards"). The
+    settings pickle with the dataset.
+
     Raises ``IndexError`` past the end, ``binfmt.BinfmtError`` for a bad
     index or shard, ``OSError`` for I/O.
     """
@@ -271,6 +289,8 @@ class Dataset:
         open_shards: int = 64,
         map_shards: bool = True,
         zero_copy: bool = False,
+        cache_dir: Optional[StrPath] = None,
+        cache_size: Optional[int] = None,
     ) -> None:
         self._index = os.fspath(index)
         self._shards: Optional[list[str]]
@@ -288,6 +308,7 @@ class Dataset:
         self._open_shards = _integer("open_shards", open_shards, 1, MAX_OPEN_SHARDS)
         self._map_shards = bool(map_shards)
         self._zero_copy = bool(zero_copy)
+        self._cache_dir, self._cache_size = _cache(self._index, cache_dir, cache_size)
         self._native: Optional[_binfmt._NativeDataset] = None
         self._forks = _FORKS[0]
         self._length = len(self._dataset())
@@ -316,6 +337,8 @@ class Dataset:
             # Shards are mapped only for zero-copy views: every other
             # read is by offset, so a truncated shard is an error.
             self._map_shards and self._zero_copy,
+            self._cache_dir,
+            self._cache_size or DEFAULT_CACHE_SIZE,
         )
         self._forks = _FORKS[0]
         return self._native
@@ -407,6 +430,8 @@ class Dataset:
             open_shards=self._open_shards,
             map_shards=self._map_shards,
             zero_copy=self._zero_copy,
+            cache_dir=self._cache_dir,
+            cache_size=self._cache_size,
         )
 
     @property
@@ -446,7 +471,8 @@ class Dataset:
     def __setstate__(self, state: dict[str, Any]) -> None:
         # A pickle is input: every field is checked, then the index is
         # opened and must give the length the state claims.
-        if not isinstance(state, dict) or set(state) != set(_STATE):
+        # States pickled before the cache settings existed lack them.
+        if not isinstance(state, dict) or set(state) not in (set(_STATE), set(_STATE) - set(_CACHE)):
             fields = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"a Dataset's state has the fields {sorted(_STATE)}, not {fields}")
         index, shards = state["_index"], state["_shards"]
@@ -464,6 +490,10 @@ class Dataset:
                 raise TypeError(f"{flag} must be a bool")
         if _is_url(index) and shards is not None:
             raise ValueError("a remote index's shards are the fold's objects beside it")
+        cache_dir, cache_size = state.get("_cache_dir"), state.get("_cache_size")
+        if cache_dir is not None and not isinstance(cache_dir, str):
+            raise TypeError("_cache_dir must be None or a str")
+        self._cache_dir, self._cache_size = _cache(index, cache_dir, cache_size)
         self._index = index
         self._shards = shards
         self._extensions = list(extensions)
@@ -483,8 +513,39 @@ class Dataset:
         return f"<binfmt.taridx.Dataset {self._index!r}: {self._length} samples, {len(self.shards)} shards>"
 
 
+#: The disk cache's settings in a pickled dataset.
+_CACHE = ("_cache_dir", "_cache_size")
+
 #: What a pickled dataset holds: its arguments and its length.
-_STATE = ("_index", "_shards", "_extensions", "_open_shards", "_map_shards", "_zero_copy", "_length")
+_STATE = (
+    "_index", "_shards", "_extensions", "_open_shards", "_map_shards", "_zero_copy", "_length",
+) + _CACHE
+
+#: The disk cache's byte limit when only ``cache_dir`` is given: 1 GiB, as
+#: the command line's ``--cache-size``.
+DEFAULT_CACHE_SIZE = 1 << 30
+
+
+def _cache(
+    index: str, cache_dir: Optional[StrPath], cache_size: Optional[int]
+) -> tuple[Optional[str], Optional[int]]:
+    """``cache_dir`` and ``cache_size`` checked: a size needs a directory
+    and is at least 1; a directory needs a remote index (a local one is
+    read from its own disk). The size stays ``None`` when not given."""
+    if cache_dir is None:
+        if cache_size is not None:
+            raise ValueError("cache_size needs cache_dir: the directory the ranges are kept in")
+        return None, None
+    directory = os.fspath(cache_dir)
+    if not isinstance(directory, str) or not directory:
+        raise ValueError(f"cache_dir must name a directory, not {directory!r}")
+    if not _is_url(index):
+        raise ValueError(
+            f"cache_dir {directory!r}: {index!r} is local; only a remote index's ranges are cached"
+        )
+    if cache_size is not None:
+        cache_size = _integer("cache_size", cache_size, 1, (1 << 64) - 1)
+    return directory, cache_size
 
 
 #: One shard as :meth:`ShardWriter.finish` reports it: its name, its
