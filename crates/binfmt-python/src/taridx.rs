@@ -388,7 +388,7 @@ impl NativeDataset {
         zero_copy: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let rows = self.rows(index)?;
-        if let Some(sample) = self.direct_dict(py, index, rows, zero_copy)? {
+        if let Some(sample) = self.direct_dict(py, index, rows)? {
             return Ok(sample);
         }
         let members =
@@ -397,16 +397,15 @@ impl NativeDataset {
     }
 
     /// The sample dict of `rows`, its members read straight into their
-    /// `bytes` objects ([`direct`]), when the sample is small enough and no
-    /// zero-copy view of mapped shards is asked for; `None` otherwise.
+    /// `bytes` objects ([`direct`]), when the shards are not mapped and the
+    /// sample is small enough; `None` otherwise.
     fn direct_dict<'py>(
         &self,
         py: Python<'py>,
         index: usize,
         rows: &[Row],
-        zero_copy: bool,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        if self.mapped && zero_copy {
+        if self.mapped {
             return Ok(None);
         }
         let Some((infos, objects)) = direct::read_sample(py, &self.dataset, rows)? else {
@@ -628,12 +627,12 @@ impl NativeDataset {
         let list = PyList::empty(py);
         // A few samples at a time: what they read stays in the processor's
         // caches until it is copied into their dicts.
-        if !(self.mapped && zero_copy) {
+        if !self.mapped {
             // Each sample straight into its `bytes` objects (the GIL
             // released for each read), where it is small enough.
             let mut rest = &samples[..];
             while let Some(((index, rows), tail)) = rest.split_first() {
-                match self.direct_dict(py, *index, rows, zero_copy)? {
+                match self.direct_dict(py, *index, rows)? {
                     Some(sample) => list.append(sample)?,
                     None => list.append(self.read_sample(py, *index, zero_copy)?)?,
                 }

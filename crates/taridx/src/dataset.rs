@@ -631,7 +631,8 @@ impl<S: Source> Dataset<S> {
                         .look_up_numbered(row, self.row_place(row), &checked)
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let span = scatter::span(run, shard.len()).filter(|_| lookups.iter().all(|l| l.known));
+            let span = scatter::span(run, shard.len())
+                .filter(|_| shard.in_memory().is_none() && lookups.iter().all(|l| l.known));
             if let Some(span) = span {
                 shard.will_read(std::slice::from_ref(&span));
                 let headers = scatter::Headers::read(&shard, span, run, run_buffers)
