@@ -8,8 +8,10 @@
 //! (`binfmt.taridx.Dataset`'s `ds[i]` and `get_batch` against
 //! `wids.ShardListDataset`, MosaicML `streaming` when it and torch are
 //! installed, and a minimal reader of the same bytes as the machine's
-//! limit, sides interleaved, medians; then `Sampler(10**9)`'s memory),
-//! which print their own tables: printed, and returned for `--markdown`.
+//! limit, sides interleaved, medians; then `Sampler(10**9)`'s memory), and
+//! `bench_stream.py` when the test servers run (`taridx.Stream` over a
+//! local fold, HTTP and S3, cold and warm), which print their own tables:
+//! printed, and returned for `--markdown`.
 
 use std::path::Path;
 use std::process::Command;
@@ -39,7 +41,38 @@ pub fn run(root: &Path, python: &Path, dir: &Path) -> Result<String, String> {
         }
         tables.push_str(&text);
     }
+    tables.push('\n');
+    tables.push_str(&stream_over_servers(root, python, dir)?);
     Ok(tables)
+}
+
+/// `bench_stream.py` (a shuffled epoch through `taridx.Stream` over a local
+/// fold and the same fold on the test servers, cold and warm), when the
+/// servers run (`bash .ci/servers start`); a line saying so otherwise.
+fn stream_over_servers(root: &Path, python: &Path, dir: &Path) -> Result<String, String> {
+    let env = std::env::var_os("BINFMT_SERVERS_ENV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/servers.env"));
+    if !env.is_file() {
+        let line = "taridx.Stream over HTTP and S3 left out: the test servers are not running (bash .ci/servers start).\n";
+        print!("{line}");
+        return Ok(line.to_owned());
+    }
+    let output = Command::new(python)
+        .arg(root.join("crates/binfmt-python/bench/bench_stream.py"))
+        .arg("--dir")
+        .arg(dir)
+        .arg("--servers-env")
+        .arg(&env)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|error| format!("bench_stream.py: {error}"))?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    print!("{text}");
+    if !output.status.success() {
+        return Err(format!("bench_stream.py failed: {}", output.status));
+    }
+    Ok(text)
 }
 
 /// Builds the Python package (release) with the venv's maturin into

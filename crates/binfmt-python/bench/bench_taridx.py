@@ -19,6 +19,8 @@ rounds); the table gives each side's median in samples per second:
 
 - random access: ``ds[i]`` for ``--accesses`` uniformly random indices;
 - in-order epoch: ``ds[i]`` for every index in order;
+- ``map_shards=False``: ``ds[i]`` on shards read by ``pread`` (a checked
+  sample straight into its ``bytes`` objects, one vectored read);
 - ``get_batch``: the same indices, ``--batch`` at a time
   (``Dataset.get_batch``); wids has no batch call, so its row is ``ds[i]``.
 
@@ -232,6 +234,7 @@ def main() -> None:
         )
         ours = taridx.Dataset(index, shards)
         ours_zero_copy = taridx.Dataset(index, shards, zero_copy=True)
+        ours_pread = taridx.Dataset(index, shards, map_shards=False)
         limit = Limit(shards)
         readers = {"wids": theirs, "limit": limit}
         if streaming is not None:
@@ -241,11 +244,12 @@ def main() -> None:
         for i in range(0, n, max(1, n // 500)):
             expected = payload(ours[i])
             assert expected == payload(ours_zero_copy[i]) == payload(ours.get_batch([i])[0]), i
+            assert expected == payload(ours_pread[i]) == payload(ours_pread.get_batch([i])[0]), i
             for name, reader in readers.items():
                 assert payload(reader[i]) == expected, (name, i)
         # Warm-up: every shard opened once by each.
         for i in range(0, n, args.samples_per_shard):
-            for reader in (ours, ours_zero_copy, *readers.values()):
+            for reader in (ours, ours_zero_copy, ours_pread, *readers.values()):
                 reader[i]
 
         rng = np.random.default_rng(1)
@@ -260,6 +264,8 @@ def main() -> None:
                 "binfmt ds[i]": one_by_one(ours, indices),
                 f"binfmt get_batch({args.batch})": in_batches(ours, indices, args.batch),
                 "binfmt zero_copy ds[i]": one_by_one(ours_zero_copy, indices),
+                f"binfmt zero_copy get_batch({args.batch})": in_batches(ours_zero_copy, indices, args.batch),
+                "binfmt ds[i], map_shards=False": one_by_one(ours_pread, indices),
                 "binfmt ds[i], checks cold": fresh(
                     lambda indices=indices: one_by_one(taridx.Dataset(index, shards), indices)
                 ),
@@ -279,16 +285,23 @@ def main() -> None:
     if why_not is not None:
         print(f"MosaicML streaming left out: {why_not}.\n")
     names = list(operations[0][2])
-    print("| operation | " + " | ".join(names) + " | ds[i] / wids | get_batch / wids | limit / ds[i] |")
-    print("|---|" + "---|" * (len(names) + 3))
+    print(
+        "| operation | "
+        + " | ".join(names)
+        + " | ds[i] / wids | get_batch / wids | zero_copy ds[i] / wids "
+        + "| zero_copy get_batch / wids | limit / wids |"
+    )
+    print("|---|" + "---|" * (len(names) + 5))
+    batch = next(name for name in names if name.startswith("binfmt get_batch"))
+    zero_copy = next(name for name in names if name.startswith("binfmt zero_copy get_batch"))
     for label, count, times in operations:
         rate = {name: count / statistics.median(t) for name, t in times.items()}
-        batch = next(name for name in names if name.startswith("binfmt get_batch"))
         cells = " | ".join(f"{rate[name]:,.0f}" for name in names)
-        print(
-            f"| {label} | {cells} | {rate['binfmt ds[i]'] / rate['wids ds[i]']:.1f}x "
-            f"| {rate[batch] / rate['wids ds[i]']:.1f}x | {rate['limit'] / rate['binfmt ds[i]']:.1f}x |"
+        ratios = " | ".join(
+            f"{rate[name] / rate['wids ds[i]']:.1f}x"
+            for name in ("binfmt ds[i]", batch, "binfmt zero_copy ds[i]", zero_copy, "limit")
         )
+        print(f"| {label} | {cells} | {ratios} |")
     print()
     print("| sampler | time | memory | for comparison |")
     print("|---|---|---|---|")
