@@ -27,9 +27,15 @@ samples per second and its ratio to local.
 
 from __future__ import annotations
 
+import os
+
+# OpenBLAS's idle threads spin for a while after numpy starts them: on a
+# small machine they take CPU from every side of these loops (none of which
+# uses BLAS), so they are kept to one, before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import inspect
-import os
 import shutil
 import statistics
 import sys

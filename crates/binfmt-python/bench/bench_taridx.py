@@ -39,12 +39,18 @@ Prints Markdown tables.
 
 from __future__ import annotations
 
+import os
+
+# OpenBLAS's idle threads spin for a while after numpy starts them: on a
+# small machine they take CPU from every side of these loops (none of which
+# uses BLAS), so they are kept to one, before numpy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import glob
 import importlib
 import json
 import mmap
-import os
 import statistics
 import subprocess
 import sys
