@@ -503,13 +503,20 @@ impl<S: Source> Index<S> {
             Gap::Checked => row.offset.get(),
             Gap::After(Some(before), trust_predecessor) => {
                 if !trust_predecessor {
-                    self.check_predecessor(shard, &before).map_err(|problem| {
-                        mismatch(RowProblem::Predecessor {
-                            row: before.row,
-                            offset: before.offset,
-                            problem: Box::new(problem),
-                        })
-                    })?;
+                    self.check_predecessor(shard, &before)
+                        .map_err(|failure| match failure {
+                            PredecessorFailure::Problem(problem) => {
+                                mismatch(RowProblem::Predecessor {
+                                    row: before.row,
+                                    offset: before.offset,
+                                    problem: Box::new(problem),
+                                })
+                            }
+                            // A read that failed (a server's 500, a
+                            // file gone) is that failure, never a verdict
+                            // on the shard's bytes.
+                            PredecessorFailure::Read(error) => error,
+                        })?;
                 }
                 before.padded_end()
             }
@@ -558,39 +565,42 @@ impl<S: Source> Index<S> {
         &self,
         shard: &T,
         before: &Place,
-    ) -> std::result::Result<(), RowProblem> {
+    ) -> std::result::Result<(), PredecessorFailure> {
+        use PredecessorFailure::{Problem, Read};
         let bytes = shard
             .bytes_at(before.offset, crate::tar::BLOCK, "tar header")
-            .map_err(|_| RowProblem::NotAHeader)?;
+            .map_err(|error| Read(TaridxError::from(error)))?;
         let Some(block) = bytes.first_chunk::<{ crate::tar::BLOCK_SIZE }>() else {
-            return Err(RowProblem::NotAHeader);
+            return Err(Problem(RowProblem::NotAHeader));
         };
         let header = crate::tar::HeaderBlock::new(block);
         if !header.checksum_is_valid() {
-            return Err(RowProblem::NotAHeader);
+            return Err(Problem(RowProblem::NotAHeader));
         }
         if !matches!(header.typeflag(), b'0' | 0 | b'7') {
-            return Err(RowProblem::NotAFile {
+            return Err(Problem(RowProblem::NotAFile {
                 typeflag: char::from(header.typeflag()),
-            });
+            }));
         }
-        let field = header.size().map_err(RowProblem::Tar)?;
+        let field = header
+            .size()
+            .map_err(|error| Problem(RowProblem::Tar(error)))?;
         let size = before.size();
         if field == size {
             return Ok(());
         }
         if size > MAX_OCTAL_SIZE {
-            let row = self.row(before.row).map_err(|_| RowProblem::NotAHeader)?;
+            let row = self.row(before.row).map_err(Read)?;
             return match self.check_row(shard, before.row, &row) {
                 Ok(_) => Ok(()),
-                Err(TaridxError::RowMismatch { problem, .. }) => Err(*problem),
-                Err(_) => Err(RowProblem::NotAHeader),
+                Err(TaridxError::RowMismatch { problem, .. }) => Err(Problem(*problem)),
+                Err(error) => Err(Read(error)),
             };
         }
-        Err(RowProblem::Size {
+        Err(Problem(RowProblem::Size {
             member: field,
             row: size,
-        })
+        }))
     }
 
     /// Walks every row: extension and crash ids in range, no two rows on one
@@ -855,4 +865,12 @@ fn split_entries(text: &str, count: u32) -> impl Iterator<Item = &str> {
         "",
         usize::from(text.is_empty() && count == 1),
     ))
+}
+
+/// Why a predecessor's check failed: what its header says disagrees with
+/// its row, or its header could not be read at all.
+#[derive(Debug)]
+enum PredecessorFailure {
+    Problem(RowProblem),
+    Read(TaridxError),
 }

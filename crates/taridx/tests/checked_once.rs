@@ -204,3 +204,68 @@ fn a_header_rewritten_under_an_open_shard_is_caught() {
         );
     }
 }
+
+/// A shard whose reads of one block fail (a server's 500 on that range).
+#[derive(Debug)]
+struct FailingAt {
+    bytes: Vec<u8>,
+    block: u64,
+}
+
+impl binfmt_core::Source for FailingAt {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        if (offset..offset + buf.len() as u64).contains(&self.block) {
+            return Err(std::io::Error::other("the server answered 500"));
+        }
+        buf.copy_from_slice(&self.bytes[offset as usize..offset as usize + buf.len()]);
+        Ok(())
+    }
+    fn name(&self) -> &std::path::Path {
+        std::path::Path::new("failing.tar")
+    }
+}
+
+#[derive(Debug)]
+struct OneShard(std::sync::Arc<FailingAt>);
+
+impl binfmt_taridx::ShardSet for OneShard {
+    fn count(&self) -> usize {
+        1
+    }
+    fn name(&self, _: u16) -> std::path::PathBuf {
+        "failing.tar".into()
+    }
+    fn open(&self, _: u16) -> binfmt_taridx::Result<std::sync::Arc<dyn binfmt_core::Source>> {
+        Ok(std::sync::Arc::clone(&self.0) as std::sync::Arc<dyn binfmt_core::Source>)
+    }
+}
+
+/// Found from outside: a read of the predecessor's header that failed (an
+/// HTTP 500) was reported as "no tar header there (checksum mismatch)",
+/// telling the user to index again. The read's own error comes out.
+#[test]
+fn a_failed_read_of_the_predecessor_is_that_failure() {
+    let bytes = shard();
+    let index = Index::new(index_of(&bytes)).unwrap();
+    let predecessor = index.rows().unwrap()[2].offset.get();
+    let shard = OneShard(std::sync::Arc::new(FailingAt {
+        bytes,
+        block: predecessor,
+    }));
+    let dataset = Dataset::new(index, shard, DatasetOptions::new()).unwrap();
+    let row = dataset.rows()[3];
+    for error in [
+        dataset.read(&row).unwrap_err(),
+        dataset.sample_members(&[row]).unwrap_err(),
+        dataset.member_info(&row).unwrap_err(),
+    ] {
+        assert!(problem(&error).is_none(), "{error}");
+        assert!(
+            error.to_string().contains("the server answered 500"),
+            "{error}"
+        );
+    }
+}
