@@ -306,3 +306,35 @@ def test_over_an_s3_fold(tmp_path, test_servers, monkeypatch):
         sampler.set_epoch(1)
         got = list(taridx.Stream(remote, sampler, batch_size=4, batch_read=16))
         assert _without_shard(got) == _without_shard(local[i] for i in sampler)
+
+
+def test_close_stops_the_sample_by_sample_retry():
+    """Found from outside: after a group's read failed (a stalled server),
+    the reader went on reading the group sample by sample, each read
+    waiting for the server's timeout, and close() waited for all of them.
+    After close(), no further sample is read."""
+    entered, release, calls = threading.Event(), threading.Event(), []
+
+    class Stalling:
+        def __len__(self):
+            return 40
+
+        def get_batch(self, group):
+            raise OSError("the server stalled")
+
+        def __getitem__(self, i):
+            calls.append(i)
+            entered.set()
+            release.wait()
+            return i
+
+    stream = taridx.Stream(Stalling(), taridx.Sampler(40, seed=1), batch_read=8, prefetch=1)
+    iterator = iter(stream)
+    assert entered.wait(30)
+    closer = threading.Thread(target=iterator.close)
+    closer.start()
+    while not iterator._stop.is_set():
+        closer.join(0.01)
+    release.set()
+    closer.join()
+    assert len(calls) == 1 and not any(t.name == "binfmt-stream-reader" for t in threading.enumerate())

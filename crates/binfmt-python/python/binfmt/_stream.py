@@ -95,9 +95,14 @@ def _reader(
             try:
                 samples = _read(dataset, group)
             except BaseException:
-                # Which sample failed: read them one by one.
+                # Which sample failed: read them one by one, unless the
+                # pass was closed meanwhile (each read may wait for a
+                # stalled server's timeout: found from outside, close()
+                # waited minutes).
                 samples = []
                 for i in group:
+                    if stop.is_set():
+                        return
                     try:
                         samples.append(dataset[i])
                     except BaseException as error:
