@@ -59,12 +59,22 @@ fn component(dir: &Path, name: &str) -> Result<PathBuf> {
     Ok(dir.join(name))
 }
 
+/// `path` without trailing `/` or `.` components (`a/b/`, `a/b/.` are
+/// `a/b`), so that the checks below see the last component itself and not
+/// what a symlink there points to. Callers keep using the path this
+/// returns.
+pub fn normal(path: &Path) -> std::path::PathBuf {
+    path.components().collect()
+}
+
 /// Checks that `path` is a directory of the effective user's that no other
 /// user can write to (neither group- nor world-writable), and not a
 /// symlink.
 #[cfg(unix)]
 pub fn private(path: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
+    // `link/` and `link/.` would be looked up through the symlink.
+    let path = &normal(path);
     let metadata = fs::symlink_metadata(path).with_path(path)?;
     if metadata.file_type().is_symlink() {
         return Err(refused(
@@ -73,10 +83,7 @@ pub fn private(path: &Path) -> Result<()> {
         ));
     }
     if !metadata.is_dir() {
-        return Err(Error::NotRegularFile {
-            path: path.to_owned(),
-            kind: crate::input::file_kind(&metadata),
-        });
+        return Err(refused(path, "is not a directory"));
     }
     if metadata.uid() != effective_uid() {
         return Err(refused(path, "is owned by another user"));

@@ -202,6 +202,9 @@ impl DiskCache {
     /// Creates `root` if needed (mode 0700); refuses one that is a symlink,
     /// not the user's, or writable by other users.
     pub fn new(root: &Path, limit: u64) -> Result<Self> {
+        // Entries are reached through this path: `link/` must be refused as
+        // `link` is, not looked up through the symlink.
+        let root = &dir::normal(root);
         dir::create_private(root).map_err(|error| cache_dir_error(root, error))?;
         Ok(Self {
             root: root.to_owned(),
@@ -674,6 +677,23 @@ mod tests {
         fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::symlink(&root, &link).unwrap();
         assert!(DiskCache::new(&link, 100).is_err());
+        // Found from outside: `link/` and `link/.` were looked up through
+        // the symlink and accepted.
+        for spelled in [
+            format!("{}/", link.display()),
+            format!("{}/.", link.display()),
+        ] {
+            let error = DiskCache::new(Path::new(&spelled), 100).unwrap_err();
+            assert!(error.to_string().contains("symlink"), "{spelled}: {error}");
+        }
+        // A file is "not a directory", said once.
+        let file = dir.path().join("file");
+        fs::write(&file, b"x").unwrap();
+        let error = DiskCache::new(&file, 100).unwrap_err().to_string();
+        assert!(
+            error.contains("is not a directory") && error.matches("not a").count() == 1,
+            "{error}"
+        );
     }
 
     #[test]

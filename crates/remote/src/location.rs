@@ -13,7 +13,11 @@ use crate::error::{RemoteError, Result};
 /// assert!(!binfmt_remote::is_remote("data/train.arcx"));
 /// ```
 pub fn is_remote(path: &str) -> bool {
-    let scheme = path.split_once("://").map(|(scheme, _)| scheme);
+    // `http:`, `https:` or `s3:` with or without `//`: the URL parser reads
+    // `http:u:p@h` and `http:\\u:p@h` as URLs with userinfo, so they are
+    // parsed (and refused, redacted) as URLs, never taken for file names
+    // whose errors would echo them (`./http:x` names such a file).
+    let scheme = path.split_once(':').map(|(scheme, _)| scheme);
     scheme.is_some_and(|scheme| {
         ["http", "https", "s3"]
             .iter()
@@ -43,13 +47,23 @@ fn redact(url: &str) -> String {
     let end = authority
         .find(['/', '\\', '?', '#'])
         .unwrap_or(authority.len());
-    match authority.get(..end).and_then(|part| part.rfind('@')) {
+    let redacted = match authority.get(..end).and_then(|part| part.rfind('@')) {
         Some(at) if !authority.starts_with("***@") => format!(
             "{scheme}:{}***{}",
             rest.get(..slashes).unwrap_or_default(),
             authority.get(at..).unwrap_or_default()
         ),
         _ => redacted,
+    };
+    // A query or fragment (a presigned URL's signature and token) is never
+    // shown either.
+    match redacted.find(['?', '#']) {
+        Some(at) => format!(
+            "{}{}***",
+            redacted.get(..at).unwrap_or_default(),
+            redacted.get(at..=at).unwrap_or_default()
+        ),
+        None => redacted,
     }
 }
 
@@ -356,7 +370,14 @@ mod tests {
             "s3://user:hunter22@bucket/x",
             "https://user:hunter22@/x",
             "http://a:hunter22@b@h/x",
+            "https:bob:hunter22@h/x.taridx",
+            "s3:bob:hunter22@bucket/x",
+            "http://h/x?X-Amz-Security-Token=hunter22&X-Amz-Signature=hunter22",
+            "http://h/x#hunter22",
         ] {
+            // Each spelling is a URL (never a file name whose error would
+            // echo it), and refused without the secret.
+            assert!(is_remote(url), "{url}");
             let error = Location::parse(url).unwrap_err();
             let RemoteError::InvalidUrl { url: shown, .. } = &error else {
                 unreachable!("{error:?}")
