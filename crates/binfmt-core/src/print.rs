@@ -78,7 +78,8 @@ pub fn hides(c: char) -> bool {
 }
 
 /// `text` without secrets: every URL's userinfo (`scheme://user:pass@`)
-/// replaced by `***`, and every value of a [`SECRET_VARIABLES`] variable
+/// replaced by `***`, its query and fragment by `?***` (presigned URLs
+/// carry signatures and tokens there), and every value of a [`SECRET_VARIABLES`] variable
 /// (as it is, and as Rust's `{:?}` or [`escape`] would show it) by `***`.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let mut text = Cow::Borrowed(text);
@@ -122,8 +123,8 @@ const URL_SCHEMES: &[&str] = &[
 ];
 
 /// `text` with the userinfo of each URL (`scheme://userinfo@host`, and the
-/// other spellings of [`URL_SCHEMES`]) replaced by `***`, or `None` when
-/// there is none.
+/// other spellings of [`URL_SCHEMES`]) replaced by `***`, and its query and
+/// fragment by `?***` (`#***`), or `None` when there is none.
 fn redact_userinfo(text: &str) -> Option<String> {
     let mut out = String::new();
     let mut rest = text;
@@ -150,7 +151,27 @@ fn redact_userinfo(text: &str) -> Option<String> {
             }
             None => out.push_str(authority),
         }
-        rest = after;
+        // The query and fragment (a presigned URL's signature and token)
+        // up to where the URL ends, its closing punctuation kept.
+        let url_end = after
+            .find(|c: char| {
+                matches!(c, '"' | '\'' | '`' | '<' | '>') || c.is_whitespace() || c.is_control()
+            })
+            .unwrap_or(after.len());
+        let (url, beyond) = after.split_at(url_end);
+        match url.find(['?', '#']) {
+            Some(at) => {
+                let (path, query) = url.split_at(at);
+                let kept = query.len() - query.trim_end_matches([':', ',', ';', ')', '.']).len();
+                out.push_str(path);
+                out.push_str(query.get(..1).unwrap_or_default());
+                out.push_str("***");
+                out.push_str(query.get(query.len() - kept..).unwrap_or_default());
+                changed = true;
+                rest = beyond;
+            }
+            None => rest = after,
+        }
     }
     out.push_str(rest);
     changed.then_some(out)
@@ -193,6 +214,23 @@ mod tests {
         assert_eq!(escape("a\u{202e}txt.exe"), "a\\u{202e}txt.exe");
         assert_eq!(escape("line\u{2028}break"), "line\\u{2028}break");
         assert_eq!(escape("\u{7f}\u{85}"), "\\u{7f}\\u{85}");
+    }
+
+    #[test]
+    fn queries_and_fragments_of_urls_are_redacted() {
+        assert_eq!(
+            redact("http://h/x.taridx?X-Amz-Security-Token=T0KEN&X-Amz-Signature=s: no"),
+            "http://h/x.taridx?***: no"
+        );
+        assert_eq!(
+            redact("'s3://b/k#frag' and more"),
+            "'s3://b/k#***' and more"
+        );
+        assert_eq!(
+            redact("http:u:pw@h/a?q=1 then https://h/b"),
+            "http:***@h/a?*** then https://h/b"
+        );
+        assert_eq!(redact("what? no url here"), "what? no url here");
     }
 
     #[test]

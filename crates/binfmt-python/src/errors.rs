@@ -186,7 +186,13 @@ pub(crate) fn io_error(error: &io::Error, path: Option<&Path>, message: &str) ->
         None => strerror,
     };
     match path {
-        Some(path) => PyOSError::new_err((code, strerror, path.display().to_string())),
+        // The filename goes through the printer's redaction as messages
+        // do: a URL's userinfo and query never reach `e.filename`.
+        Some(path) => PyOSError::new_err((
+            code,
+            strerror,
+            binfmt_core::print::redact(&path.display().to_string()).into_owned(),
+        )),
         None => PyOSError::new_err((code, strerror)),
     }
 }
@@ -220,7 +226,7 @@ fn not_regular(path: &Path, kind: &str, message: &str) -> PyErr {
         return PyIsADirectoryError::new_err((
             EISDIR,
             message.to_owned(),
-            path.display().to_string(),
+            binfmt_core::print::redact(&path.display().to_string()).into_owned(),
         ));
     }
     PyOSError::new_err(message.to_owned())

@@ -29,9 +29,19 @@ create_exception!(
 /// Warnings raised by remote sources, not yet issued to Python.
 static PENDING: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// Adds `RemoteWarning` to the module.
+/// Adds `RemoteWarning` and `is_remote` to the module.
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add("RemoteWarning", module.py().get_type::<RemoteWarning>())
+    module.add("RemoteWarning", module.py().get_type::<RemoteWarning>())?;
+    module.add_function(wrap_pyfunction!(is_remote, module)?)
+}
+
+/// Whether `location` is read remotely: `http:`, `https:` or `s3:`, with or
+/// without `//` (those without are refused as URLs, redacted, never taken
+/// for file names). The Python modules decide by this, as the Rust side
+/// does.
+#[pyfunction]
+fn is_remote(location: &str) -> bool {
+    binfmt::is_remote(location)
 }
 
 /// How entry points open locations: the defaults, warnings queued for

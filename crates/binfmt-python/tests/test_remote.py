@@ -332,3 +332,26 @@ def test_server_ignoring_ranges(files):
             ds = taridx.Dataset(f"{url}/train.taridx")
             assert ds[30][".bin"] == samples[30][1]["bin"]
         assert requests
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http:bob:hunter2@127.0.0.1:9/x.taridx",
+        "https:bob:hunter2@127.0.0.1/x.arcx",
+        "s3:bob:hunter2@bucket/x",
+        "http://127.0.0.1:9/x.taridx?X-Amz-Security-Token=hunter2&X-Amz-Signature=hunter2",
+    ],
+)
+def test_no_secret_of_a_refused_url_reaches_an_exception(url):
+    """Found from outside: URL spellings without ``//`` were taken for file
+    names (``FileNotFoundError`` echoing the password), and a presigned
+    URL's query was echoed whole."""
+    import binfmt.arcx
+    import binfmt.par4
+
+    for entry in (binfmt.open, binfmt.sniff, taridx.Index, taridx.Dataset, binfmt.arcx.Archive, binfmt.par4.File):
+        with pytest.raises(OSError) as caught:
+            entry(url)
+        shown = f"{caught.value} {caught.value.filename}"
+        assert "hunter2" not in shown, (entry, shown)

@@ -210,6 +210,7 @@ def taridx_index(
 ) -> None:
     """Indexes shards (paths or patterns) into an index file."""
 
+def is_remote(location: str) -> bool: ...
 def taridx_find_shards(index: str) -> list[str]:
     """The shards of an index: its shard list's, else its fold's by name."""
 

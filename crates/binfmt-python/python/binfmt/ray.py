@@ -59,6 +59,7 @@ from ray.data.datasource import Datasink, Datasource, ReadTask
 import binfmt
 import binfmt.arcx
 import binfmt.taridx
+from binfmt import _binfmt
 
 __all__ = [
     "ArcxDatasink",
@@ -106,8 +107,8 @@ def _locations(locations: Locations, what: str) -> list[str]:
 
 
 def _is_url(location: str) -> bool:
-    scheme, sep, _ = location.partition("://")
-    return bool(sep) and scheme.lower() in ("http", "https", "s3")
+    """Whether ``location`` is read remotely, by the Rust side's rule."""
+    return _binfmt.is_remote(location)
 
 
 def _is_s3(location: str) -> bool:

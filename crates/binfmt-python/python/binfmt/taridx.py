@@ -223,9 +223,9 @@ class Index:
 
 
 def _is_url(location: str) -> bool:
-    """Whether ``location`` is read remotely (``http``, ``https``, ``s3``)."""
-    scheme, sep, _ = location.partition("://")
-    return bool(sep) and scheme.lower() in ("http", "https", "s3")
+    """Whether ``location`` is read remotely (``http:``, ``https:``,
+    ``s3:``), decided by the Rust side's rule."""
+    return _binfmt.is_remote(location)
 
 
 class Dataset:
