@@ -64,6 +64,21 @@ def test_servers() -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
+@pytest.fixture
+def s3_env(test_servers, monkeypatch) -> str:
+    """The AWS environment of the test S3 server set for this test (and
+    inherited by the processes it spawns); the bucket's name."""
+    for key, name in (
+        ("AWS_ENDPOINT_URL", "BINFMT_S3_ENDPOINT"),
+        ("AWS_ACCESS_KEY_ID", "BINFMT_S3_ACCESS_KEY_ID"),
+        ("AWS_SECRET_ACCESS_KEY", "BINFMT_S3_SECRET_ACCESS_KEY"),
+        ("AWS_REGION", "BINFMT_S3_REGION"),
+    ):
+        monkeypatch.setenv(key, test_servers[name])
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    return test_servers["BINFMT_S3_BUCKET"]
+
+
 def _env_file(variable: str, name: str) -> pathlib.Path:
     target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
     return pathlib.Path(os.environ.get(variable, target / name))

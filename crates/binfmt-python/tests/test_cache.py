@@ -72,18 +72,10 @@ def local(tmp_path):
 
 
 @pytest.fixture
-def s3_fold(test_servers, monkeypatch, tmp_path, local):
+def s3_fold(s3_env, tmp_path, local):
     """The fold published to a fresh S3 prefix; the AWS environment set
     (and inherited by spawned workers)."""
-    for key, name in (
-        ("AWS_ENDPOINT_URL", "BINFMT_S3_ENDPOINT"),
-        ("AWS_ACCESS_KEY_ID", "BINFMT_S3_ACCESS_KEY_ID"),
-        ("AWS_SECRET_ACCESS_KEY", "BINFMT_S3_SECRET_ACCESS_KEY"),
-        ("AWS_REGION", "BINFMT_S3_REGION"),
-    ):
-        monkeypatch.setenv(key, test_servers[name])
-    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
-    url = f"s3://{test_servers['BINFMT_S3_BUCKET']}/py-cache-{uuid.uuid4().hex}/train.taridx"
+    url = f"s3://{s3_env}/py-cache-{uuid.uuid4().hex}/train.taridx"
     root = tmp_path / "fold"
     taridx.index(sorted(str(path) for path in root.glob("train_*.tar")), url)
     return url

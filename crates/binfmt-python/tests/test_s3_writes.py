@@ -19,18 +19,10 @@ import binfmt.taridx as taridx
 
 
 @pytest.fixture
-def s3(test_servers, monkeypatch):
+def s3(s3_env):
     """``s3://BUCKET/PREFIX`` of a prefix no other test uses, with the AWS
     environment set for it."""
-    for key, name in (
-        ("AWS_ENDPOINT_URL", "BINFMT_S3_ENDPOINT"),
-        ("AWS_ACCESS_KEY_ID", "BINFMT_S3_ACCESS_KEY_ID"),
-        ("AWS_SECRET_ACCESS_KEY", "BINFMT_S3_SECRET_ACCESS_KEY"),
-        ("AWS_REGION", "BINFMT_S3_REGION"),
-    ):
-        monkeypatch.setenv(key, test_servers[name])
-    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
-    return f"s3://{test_servers['BINFMT_S3_BUCKET']}/py-s3-writes-{uuid.uuid4().hex}-{int(time.time())}"
+    return f"s3://{s3_env}/py-s3-writes-{uuid.uuid4().hex}-{int(time.time())}"
 
 
 def _read_object(url: str) -> bytes:

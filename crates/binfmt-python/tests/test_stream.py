@@ -282,22 +282,14 @@ def test_over_a_remote_fold_reads_merged_ranges(tmp_path):
         assert len(ranges) - opens == chunks, requests
 
 
-def test_over_an_s3_fold(tmp_path, test_servers, monkeypatch):
+def test_over_an_s3_fold(tmp_path, s3_env):
     """The same fold published to the S3 server: every sample of the epoch
     in the sampler's order, equal to the local fold's."""
     import time
     import uuid
 
-    for key, name in (
-        ("AWS_ENDPOINT_URL", "BINFMT_S3_ENDPOINT"),
-        ("AWS_ACCESS_KEY_ID", "BINFMT_S3_ACCESS_KEY_ID"),
-        ("AWS_SECRET_ACCESS_KEY", "BINFMT_S3_SECRET_ACCESS_KEY"),
-        ("AWS_REGION", "BINFMT_S3_REGION"),
-    ):
-        monkeypatch.setenv(key, test_servers[name])
-    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
     local = write_fold(tmp_path, sizes=[30, 50, 20])
-    prefix = f"s3://{test_servers['BINFMT_S3_BUCKET']}/py-stream-{uuid.uuid4().hex}-{int(time.time())}"
+    prefix = f"s3://{s3_env}/py-stream-{uuid.uuid4().hex}-{int(time.time())}"
     taridx.index(local.shards, f"{prefix}/train.taridx")
     remote = taridx.Dataset(f"{prefix}/train.taridx")
     assert len(remote) == len(local)

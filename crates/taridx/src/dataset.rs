@@ -568,17 +568,13 @@ impl<S: Source> Dataset<S> {
             alloc::vec_with_capacity(rows.len(), "taridx sample members")?;
         let mut rest = rows;
         while let Some(first) = rest.first() {
-            let fid = first.fid.get();
-            let run = rest.iter().take_while(|row| row.fid.get() == fid).count();
-            let (run, tail) = rest.split_at(run);
-            let (shard, checked) = self.shard(first)?;
-            let lookups = run
-                .iter()
-                .map(|row| {
-                    self.index
-                        .look_up_numbered(row, self.row_place(row), &checked)
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let ShardRun {
+                rows: run,
+                tail,
+                shard,
+                checked,
+                lookups,
+            } = self.shard_run(rest, first)?;
             let source = self.announce_run(shard, run.iter().zip(&lookups));
             for (row, lookup) in run.iter().zip(&lookups) {
                 members.push(self.checked_member(&source, row, lookup, &checked)?);
@@ -619,18 +615,14 @@ impl<S: Source> Dataset<S> {
         let mut infos = alloc::vec_with_capacity(rows.len(), "taridx sample members")?;
         let (mut rest, mut buffers) = (rows, payloads);
         while let Some(first) = rest.first() {
-            let fid = first.fid.get();
-            let run = rest.iter().take_while(|row| row.fid.get() == fid).count();
-            let (run, tail) = rest.split_at(run);
+            let ShardRun {
+                rows: run,
+                tail,
+                shard,
+                checked,
+                lookups,
+            } = self.shard_run(rest, first)?;
             let (run_buffers, tail_buffers) = std::mem::take(&mut buffers).split_at_mut(run.len());
-            let (shard, checked) = self.shard(first)?;
-            let lookups = run
-                .iter()
-                .map(|row| {
-                    self.index
-                        .look_up_numbered(row, self.row_place(row), &checked)
-                })
-                .collect::<Result<Vec<_>>>()?;
             let span = scatter::span(run, shard.len())
                 .filter(|_| shard.in_memory().is_none() && lookups.iter().all(|l| l.known));
             if let Some(span) = span {
@@ -658,6 +650,30 @@ impl<S: Source> Dataset<S> {
             buffers = tail_buffers;
         }
         Ok(infos)
+    }
+
+    /// The leading rows of `rows` (`first` is the first) that are in one
+    /// shard, with the shard, what its checks established and each row's
+    /// lookup; and the rows after them.
+    fn shard_run<'r>(&self, rows: &'r [Row], first: &Row) -> Result<ShardRun<'r>> {
+        let fid = first.fid.get();
+        let count = rows.iter().take_while(|row| row.fid.get() == fid).count();
+        let (run, tail) = rows.split_at(count);
+        let (shard, checked) = self.shard(first)?;
+        let lookups = run
+            .iter()
+            .map(|row| {
+                self.index
+                    .look_up_numbered(row, self.row_place(row), &checked)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ShardRun {
+            rows: run,
+            tail,
+            shard,
+            checked,
+            lookups,
+        })
     }
 
     /// Announces to `shard` what checking and reading `rows` (of that
@@ -765,4 +781,13 @@ impl<S: Source> Dataset<S> {
             other => other,
         }
     }
+}
+
+/// Rows of one shard read together ([`Dataset::shard_run`]).
+struct ShardRun<'r> {
+    rows: &'r [Row],
+    tail: &'r [Row],
+    shard: Arc<dyn Source>,
+    checked: Arc<Checked>,
+    lookups: Vec<Lookup>,
 }

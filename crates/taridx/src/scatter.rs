@@ -22,7 +22,7 @@ use std::sync::Arc;
 use binfmt_core::Source;
 
 use crate::format::Row;
-use crate::window::WINDOW_LIMIT;
+use crate::window::{WINDOW_LIMIT, read_held};
 
 /// The header regions of a scattered read, held in memory, and the shard
 /// for anything else (as [`crate::window::Window`] does for a whole span).
@@ -112,13 +112,12 @@ impl Source for Headers {
     }
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        match self.borrow_at(offset, buf.len() as u64) {
-            Some(bytes) => {
-                buf.copy_from_slice(bytes);
-                Ok(())
-            }
-            None => self.shard.read_exact_at(offset, buf),
-        }
+        read_held(
+            self.borrow_at(offset, buf.len() as u64),
+            &*self.shard,
+            offset,
+            buf,
+        )
     }
 
     fn name(&self) -> &Path {

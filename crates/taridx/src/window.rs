@@ -44,6 +44,23 @@ fn buffer(len: usize) -> Vec<u8> {
         .unwrap_or_else(|| vec![0; len])
 }
 
+/// A read of a source that holds some of a shard's bytes in memory: from
+/// `held` (what its `borrow_at` lent for the range), else from `shard`.
+pub(crate) fn read_held(
+    held: Option<&[u8]>,
+    shard: &dyn Source,
+    offset: u64,
+    buf: &mut [u8],
+) -> io::Result<()> {
+    match held {
+        Some(bytes) => {
+            buf.copy_from_slice(bytes);
+            Ok(())
+        }
+        None => shard.read_exact_at(offset, buf),
+    }
+}
+
 /// `len` bytes of `shard` from `start`, held in memory.
 #[derive(Debug)]
 pub(crate) struct Window {
@@ -104,13 +121,12 @@ impl Source for Window {
     }
 
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        match self.borrow_at(offset, buf.len() as u64) {
-            Some(bytes) => {
-                buf.copy_from_slice(bytes);
-                Ok(())
-            }
-            None => self.shard.read_exact_at(offset, buf),
-        }
+        read_held(
+            self.borrow_at(offset, buf.len() as u64),
+            &*self.shard,
+            offset,
+            buf,
+        )
     }
 
     fn name(&self) -> &Path {
