@@ -365,3 +365,39 @@ def test_a_sampler_pickles_with_its_mixture(folds):
     assert copy_mix is not mix and copy_mix.epoch == 4 and list(copy) == list(sampler)
     copy.set_epoch(6)
     assert copy_mix.epoch == 6 and mix.epoch == 4
+
+
+def test_get_batch_is_mix_i_read_per_source(folds):
+    """``get_batch`` gives ``mix[i]`` for each index, in order (repeats and
+    negative positions too), each source's share read by one call of its
+    own ``get_batch``; a source without one is read item by item; a bad
+    position fails before anything is read."""
+    calls = []
+
+    class Counting:
+        def __init__(self, dataset):
+            self.dataset = dataset
+
+        def __len__(self):
+            return len(self.dataset)
+
+        def __getitem__(self, i):
+            return self.dataset[i]
+
+        def get_batch(self, indices):
+            calls.append(list(indices))
+            return self.dataset.get_batch(indices)
+
+    plain = [{"n": i} for i in range(37)]
+    mix = taridx.Mixture([Counting(folds[0]), Counting(folds[1]), plain], [3, 2, 1], seed=9)
+    mix.set_epoch(2)
+    rng = random.Random(4)
+    indices = [rng.randrange(len(mix)) for _ in range(200)] + [5, 5, -1]
+    assert mix.get_batch(indices) == [mix[i] for i in indices]
+    assert len(calls) == 2 and sum(len(c) for c in calls) == sum(
+        1 for i in indices if mix.locate(i)[0] < 2
+    )
+    assert mix.get_batch([]) == []
+    with pytest.raises(IndexError):
+        mix.get_batch([0, len(mix)])
+    assert len(calls) == 2

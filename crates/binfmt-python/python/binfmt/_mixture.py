@@ -7,7 +7,7 @@ import hashlib
 import math
 import numbers
 import operator
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
@@ -168,6 +168,35 @@ class Mixture:
             item = dict(item)
             item["__source__"] = source
         return item
+
+    def get_batch(self, indices: Iterable[int]) -> list[Any]:
+        """The items at ``indices`` (in the order given; repeats allowed),
+        as ``mix[i]`` gives them: every position is checked first (the
+        errors of ``mix[i]``, for the first bad one, before anything is
+        read), then each source's share of the batch is read in one call of
+        its ``get_batch`` when it has one (a remote fold then fetches that
+        share in merged range requests), else item by item."""
+        located = [self._native.locate(self.epoch, self._position(i)) for i in indices]
+        by_source: dict[int, list[int]] = {}
+        for k, (source, _) in enumerate(located):
+            by_source.setdefault(source, []).append(k)
+        out: list[Any] = [None] * len(located)
+        for source, ks in by_source.items():
+            dataset = self._sources[source]
+            samples = [located[k][1] for k in ks]
+            get_batch = getattr(dataset, "get_batch", None)
+            if callable(get_batch):
+                items = list(get_batch(samples))
+            else:
+                items = [dataset[sample] for sample in samples]
+            for k, item in zip(ks, items):
+                if isinstance(item, dict):
+                    # A copy, as mix[i] makes: a source may hand out one
+                    # dict for several positions.
+                    item = dict(item)
+                    item["__source__"] = source
+                out[k] = item
+        return out
 
     def sampler_identity(self) -> dict[str, Any]:
         """What a :class:`Sampler` state records of this mixture, so that a
