@@ -185,6 +185,13 @@ pub(crate) fn io_error(error: &io::Error, path: Option<&Path>, message: &str) ->
         Some(end) => strerror.get(..end).unwrap_or(&strerror).to_owned(),
         None => strerror,
     };
+    // A remote object's failure says what the server answered and what to
+    // check (a 403 names the credential variables): its own line, not the
+    // bare "Permission denied" of a local file (found from outside).
+    let strerror = match path {
+        Some(path) if binfmt::is_remote(path) => message.to_owned(),
+        _ => strerror,
+    };
     match path {
         // The filename goes through the printer's redaction as messages
         // do: a URL's userinfo and query never reach `e.filename`.

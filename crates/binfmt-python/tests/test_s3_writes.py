@@ -179,3 +179,15 @@ def test_arcx_writer_and_merge_write_to_s3(s3, tmp_path):
             writer.add("big.bin", rows[-1][1])
             raise RuntimeError("stop")
     assert "aborted.arcx" not in binfmt.list_prefix(s3)
+
+
+def test_a_wrong_secret_is_a_permission_error_naming_what_to_check(s3, monkeypatch):
+    """Found from outside: a wrong S3 secret reached Python as a bare
+    ``PermissionError: [Errno 13] Permission denied``; the message now says
+    what the server answered and which variables to check, never the
+    secret."""
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret-value-42")
+    with pytest.raises(PermissionError) as caught:
+        taridx.Index(f"{s3}/train.taridx")
+    shown = str(caught.value)
+    assert "AWS_SECRET_ACCESS_KEY" in shown and "not-the-secret-value-42" not in shown, shown
