@@ -41,16 +41,8 @@ def test_the_pages_have_snippets():
 @pytest.mark.parametrize("code", list(snippets()))
 def test_snippet_runs(code, tmp_path, monkeypatch, request):
     if "s3://datasets/" in code:
-        servers = request.getfixturevalue("test_servers")
-        for name, value in (
-            ("AWS_ENDPOINT_URL", "BINFMT_S3_ENDPOINT"),
-            ("AWS_ACCESS_KEY_ID", "BINFMT_S3_ACCESS_KEY_ID"),
-            ("AWS_SECRET_ACCESS_KEY", "BINFMT_S3_SECRET_ACCESS_KEY"),
-            ("AWS_REGION", "BINFMT_S3_REGION"),
-        ):
-            monkeypatch.setenv(name, servers[value])
-        monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
-        prefix = f"s3://{servers['BINFMT_S3_BUCKET']}/docs-{uuid.uuid4().hex[:8]}/"
+        bucket = request.getfixturevalue("s3_env")
+        prefix = f"s3://{bucket}/docs-{uuid.uuid4().hex[:8]}/"
         code = code.replace("s3://datasets/", prefix)
     options = None
     if "binfmt.ray" in code:

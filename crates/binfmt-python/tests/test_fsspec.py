@@ -109,7 +109,7 @@ def test_chained_urls_from_a_local_file(files):
         assert np.frombuffer(f.read(), "<f8")[-1] == 1.0
 
 
-def test_chained_urls_from_nginx_and_s3(files, test_servers, monkeypatch):
+def test_chained_urls_from_nginx_and_s3(files, test_servers, s3_env):
     root, big = files
     run = f"fsspec-{os.getpid()}"
     www = os.path.join(test_servers["BINFMT_SERVERS_WWW"], run)
@@ -125,14 +125,6 @@ def test_chained_urls_from_nginx_and_s3(files, test_servers, monkeypatch):
         )
         with urllib.request.urlopen(put) as answer:
             assert answer.status in (200, 201)
-    for key, name in [
-        ("AWS_ENDPOINT_URL", "BINFMT_S3_ENDPOINT"),
-        ("AWS_ACCESS_KEY_ID", "BINFMT_S3_ACCESS_KEY_ID"),
-        ("AWS_SECRET_ACCESS_KEY", "BINFMT_S3_SECRET_ACCESS_KEY"),
-        ("AWS_REGION", "BINFMT_S3_REGION"),
-    ]:
-        monkeypatch.setenv(key, test_servers[name])
-    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
     for base in (
         f"{test_servers['BINFMT_NGINX_URL']}/{run}",
         f"s3://{test_servers['BINFMT_S3_BUCKET']}/{run}",
