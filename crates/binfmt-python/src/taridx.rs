@@ -642,6 +642,12 @@ impl NativeDataset {
         }
         for group in samples.chunks(BATCH_GROUP) {
             let members = remote::detach(py, || {
+                // Every header of the group requested from memory before
+                // the first is checked (zero-copy samples touch nothing
+                // else): one wait for memory, not one per header.
+                for (_, rows) in group {
+                    self.dataset.touch_headers(rows);
+                }
                 group
                     .iter()
                     .map(|(_, rows)| self.dataset.sample_members(rows))

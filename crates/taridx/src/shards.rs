@@ -208,6 +208,16 @@ impl OpenShards {
         Ok((source, checked))
     }
 
+    /// Shard `fid` when it is open now (its use not counted: a hint's
+    /// look never reorders what is closed first); `None` otherwise.
+    pub fn open_source(&self, fid: u16) -> Option<Arc<dyn Source>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .peek(&fid)
+            .map(|shard| Arc::clone(&shard.source))
+    }
+
     /// How many shards are open now.
     pub fn open_count(&self) -> usize {
         self.open

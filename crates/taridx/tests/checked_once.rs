@@ -269,3 +269,31 @@ fn a_failed_read_of_the_predecessor_is_that_failure() {
         );
     }
 }
+
+/// `touch_headers` is a hint for memory, not a check: rows of shards not
+/// open, past the shard's end or of no shard at all are passed over
+/// without a panic, and a lying row touched first is still refused.
+#[test]
+fn touching_headers_checks_nothing_and_survives_lying_rows() {
+    let shard = shard();
+    let mut raw = RawIndex::parse(&index_of(&shard));
+    raw.rows[2].keyhash = raw.rows[0].keyhash;
+    let liar_offset = raw.rows[2].offset;
+    let dataset = dataset(raw.bytes(), shard);
+    let lying = row_at(&dataset, liar_offset);
+    let mut past_end = lying;
+    past_end.offset.set(u64::MAX - 511);
+    let mut no_shard = lying;
+    no_shard.fid.set(9);
+    // Nothing is open yet: nothing to touch, nothing opened.
+    dataset.touch_headers(&[lying, past_end, no_shard]);
+    assert_eq!(dataset.shards().open_count(), 0);
+    let honest = row_at(&dataset, 0);
+    dataset.read(&honest).unwrap();
+    dataset.touch_headers(&[lying, past_end, no_shard, honest]);
+    assert!(matches!(
+        problem(&dataset.sample_members(&[lying]).expect_err("a lying key")),
+        Some(RowProblem::Key { .. })
+    ));
+    assert_eq!(dataset.read(&honest).unwrap(), vec![b'A'; 700]);
+}
