@@ -155,12 +155,11 @@ pub fn open_file(dir: &Path, name: &str) -> Result<Option<(File, u64)>> {
         }
         Err(error) => return Err(error).with_path(&path),
     };
-    let len = crate::input::check_descriptor(&file, &path)?;
-    let metadata = file.metadata().with_path(&path)?;
+    let metadata = crate::input::checked_metadata(&file, &path)?;
     if metadata.uid() != effective_uid() {
         return Err(refused(&path, "is owned by another user"));
     }
-    Ok(Some((file, len)))
+    Ok(Some((file, metadata.len())))
 }
 
 /// The names of the entries of `dir` that are regular files of the user's

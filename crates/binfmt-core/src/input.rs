@@ -61,6 +61,12 @@ pub fn open(path: impl AsRef<Path>) -> Result<(File, u64)> {
 /// Checks that an open `file` (named `name` in errors) is a regular file
 /// and returns its length.
 pub fn check_descriptor(file: &File, name: &Path) -> Result<u64> {
+    checked_metadata(file, name).map(|metadata| metadata.len())
+}
+
+/// [`check_descriptor`]'s check, giving the descriptor's metadata (one
+/// `fstat` for callers that check more of it).
+pub fn checked_metadata(file: &File, name: &Path) -> Result<std::fs::Metadata> {
     let metadata = file.metadata().with_path(name)?;
     if !metadata.is_file() {
         return Err(Error::NotRegularFile {
@@ -68,7 +74,7 @@ pub fn check_descriptor(file: &File, name: &Path) -> Result<u64> {
             kind: file_kind(&metadata),
         });
     }
-    Ok(metadata.len())
+    Ok(metadata)
 }
 
 /// Reads the whole regular file at `path`, refusing one of more than

@@ -9,7 +9,6 @@ spec/remote.md documents."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import multiprocessing
 import os
@@ -26,10 +25,12 @@ import urllib.request
 import uuid
 
 import pytest
+import xxhash
 
 import binfmt.taridx as taridx
 
-#: A cache file's header: magic, START, LEN, SHA-256 of the bytes.
+#: A cache file's header: magic, START, LEN, XXH3-128 of the bytes (little
+#: endian), 16 zero bytes.
 HEADER = 56
 #: What one handle may write between two counts of the directory, as a
 #: share of the limit (spec/remote.md, "Caches and memory").
@@ -134,10 +135,11 @@ def is_whole(name: str, data: bytes) -> bool:
     start, length = (int(part) for part in name.split("-"))
     magic, head_start, head_len = struct.unpack_from("<8sQQ", data)
     return (
-        magic == b"binfmtRC"
+        magic == b"binfmtR2"
         and (head_start, head_len) == (start, length)
         and len(data) == HEADER + length
-        and data[24:HEADER] == hashlib.sha256(data[HEADER:]).digest()
+        and data[24:40] == xxhash.xxh3_128(data[HEADER:]).intdigest().to_bytes(16, "little")
+        and data[40:HEADER] == bytes(16)
     )
 
 

@@ -3,8 +3,8 @@
 //! Layout: `DIR/<key>/<start>-<len>`, where `<key>` is the SHA-256 (hex,
 //! first 32 digits) of the object's URL, strong ETag and size, so a replaced
 //! object gets a new key and its old ranges are never read again. Each file
-//! is a 56-byte header (`binfmtRC`, the range's start and length, the
-//! SHA-256 of the bytes) and the bytes; it is written to a temporary name in
+//! is a 56-byte header (`binfmtR2`, the range's start and length, the
+//! XXH3-128 of the bytes, 16 zero bytes) and the bytes; it is written to a temporary name in
 //! the same directory and renamed into place, so a reader sees a whole range
 //! or none. Reading a file sets its modification time; when the files add up
 //! to more than the limit, the least recently used (oldest modification
@@ -27,10 +27,13 @@
 //! never blocking. A file is used only if its header and checksum say it is
 //! this range's bytes (otherwise it is a miss, fetched again, and the file
 //! removed); only files with this module's names and header are ever
-//! deleted.
+//! deleted. The checksum finds damage (a torn or truncated file, flipped
+//! bits), not forgery: whoever can write the directory can write a
+//! matching checksum whatever the hash, which is why the directory must be
+//! the user's alone. A cache file of the first layout (`binfmtRC`, a
+//! SHA-256) is a miss, removed when read and deleted first by eviction.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -41,12 +44,17 @@ use binfmt_core::dir;
 use binfmt_core::error::IoResultExt;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
+use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::{RemoteError, Result};
 
 /// What every cache file starts with.
-const MAGIC: &[u8; 8] = b"binfmtRC";
-/// Magic, start, length, SHA-256 of the bytes.
+const MAGIC: &[u8; 8] = b"binfmtR2";
+/// What files of the first layout (a SHA-256 of the bytes) start with:
+/// never read, deleted like this module's own.
+const OLD_MAGIC: &[u8; 8] = b"binfmtRC";
+/// Magic, start, length, XXH3-128 of the bytes (little endian), 16 zero
+/// bytes (the first layout's size, so its files are counted alike).
 const HEADER: u64 = 8 + 8 + 8 + 32;
 
 /// The cache directory and its byte limit, shared by every object of a
@@ -116,7 +124,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A cache file's header for the bytes `data` at `start`.
 fn header(start: u64, data: &[u8]) -> [u8; HEADER as usize] {
     let mut header = [0; HEADER as usize];
-    let digest = Sha256::digest(data);
+    let digest = xxh3_128(data).to_le_bytes();
     for (target, part) in header.chunks_mut(8).take(3).zip([
         MAGIC.as_slice(),
         &start.to_le_bytes(),
@@ -124,7 +132,7 @@ fn header(start: u64, data: &[u8]) -> [u8; HEADER as usize] {
     ]) {
         target.copy_from_slice(part);
     }
-    if let Some(target) = header.get_mut(24..) {
+    if let Some(target) = header.get_mut(24..40) {
         target.copy_from_slice(&digest);
     }
     header
@@ -132,8 +140,20 @@ fn header(start: u64, data: &[u8]) -> [u8; HEADER as usize] {
 
 /// Whether `header` is this module's header for the range `start`, `len`.
 fn is_ours(header: &[u8], start: u64, len: u64) -> bool {
-    header.get(..8) == Some(MAGIC.as_slice())
-        && header.get(8..16) == Some(start.to_le_bytes().as_slice())
+    header.get(..8) == Some(MAGIC.as_slice()) && is_for_range(header, start, len)
+}
+
+/// Whether `header` is this module's, of this layout or the first, for
+/// the range `start`, `len`: what eviction may delete.
+fn is_deletable(header: &[u8], start: u64, len: u64) -> bool {
+    let magic = header.get(..8);
+    (magic == Some(MAGIC.as_slice()) || magic == Some(OLD_MAGIC.as_slice()))
+        && is_for_range(header, start, len)
+}
+
+/// Whether `header` names the range `start`, `len`.
+fn is_for_range(header: &[u8], start: u64, len: u64) -> bool {
+    header.get(8..16) == Some(start.to_le_bytes().as_slice())
         && header.get(16..24) == Some(len.to_le_bytes().as_slice())
 }
 
@@ -184,7 +204,7 @@ fn proven(dir: &Path, name: &str, start: u64, len: u64) -> bool {
     let mut head = [0; HEADER as usize];
     file_len == HEADER.saturating_add(len)
         && file.read_exact(&mut head).is_ok()
-        && is_ours(&head, start, len)
+        && is_deletable(&head, start, len)
 }
 
 fn cache_dir_error(path: &Path, error: binfmt_core::Error) -> RemoteError {
@@ -424,23 +444,25 @@ impl DiskObject {
     fn read_file(&self, start: u64, len: u64) -> Option<Bytes> {
         let name = format!("{start}-{len}");
         let (mut file, file_len) = dir::open_file(&self.dir, &name).ok()??;
-        let mut head = [0; HEADER as usize];
-        if file.read_exact(&mut head).is_err() || !is_ours(&head, start, len) {
-            return None;
+        let whole = HEADER.checked_add(len)?;
+        let size = usize::try_from(whole).ok().filter(|_| file_len == whole);
+        // The header and the bytes in one read, when the file has the
+        // range's size; only the header of a file of another size.
+        let mut bytes =
+            binfmt_core::alloc::vec_with_capacity(size.unwrap_or(HEADER as usize), "cache file")
+                .ok()?;
+        bytes.resize(size.unwrap_or(HEADER as usize), 0);
+        let read = file.read_exact(&mut bytes).is_ok();
+        let (head, data) = bytes.split_at_checked(HEADER as usize)?;
+        let checked = || head.get(24..40) == Some(xxh3_128(data).to_le_bytes().as_slice());
+        if read && size.is_some() && is_ours(head, start, len) && checked() {
+            let _ = file.set_modified(SystemTime::now());
+            return Some(Bytes::from(bytes).slice(HEADER as usize..));
         }
-        let bytes = (file_len == HEADER.saturating_add(len))
-            .then(|| read_checked(&mut file, len, &head))
-            .flatten();
-        match bytes {
-            Some(bytes) => {
-                let _ = file.set_modified(SystemTime::now());
-                Some(bytes)
-            }
-            None => {
-                let _ = dir::remove_file(&self.dir, &name);
-                None
-            }
+        if read && is_deletable(head, start, len) {
+            let _ = dir::remove_file(&self.dir, &name);
         }
+        None
     }
 
     /// Keeps the parts of `bytes` (the object's bytes from `start`) that the
@@ -490,15 +512,6 @@ impl DiskObject {
         file.write_all(data).with_path(&path)?;
         file.commit()
     }
-}
-
-/// The `len` bytes after the header, if their SHA-256 is the header's.
-fn read_checked(file: &mut File, len: u64, head: &[u8]) -> Option<Bytes> {
-    let mut bytes =
-        binfmt_core::alloc::vec_with_capacity(usize::try_from(len).ok()?, "cache file").ok()?;
-    file.take(len).read_to_end(&mut bytes).ok()?;
-    let digest = Sha256::digest(&bytes);
-    (bytes.len() as u64 == len && head.get(24..) == Some(digest.as_slice())).then(|| bytes.into())
 }
 
 /// `piece` without `hole`: zero, one or two ranges.
@@ -572,6 +585,44 @@ mod tests {
         assert_eq!(missing, vec![10..20]);
         assert!(found.is_empty());
         assert!(!path.exists(), "the bad entry is removed");
+    }
+
+    /// A file of the first layout (`binfmtRC`, the SHA-256 of its bytes),
+    /// whole and right by that layout: a miss, removed when read, and
+    /// deleted by eviction like this layout's files.
+    #[test]
+    fn a_file_of_the_first_layout_is_a_miss_and_goes() {
+        let first_layout = |start: u64, data: &[u8]| {
+            let mut bytes = b"binfmtRC".to_vec();
+            bytes.extend(start.to_le_bytes());
+            bytes.extend((data.len() as u64).to_le_bytes());
+            bytes.extend(Sha256::digest(data));
+            bytes.extend(data);
+            bytes
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(&dir.path().join("c"), 300).unwrap();
+        let object = cache.object("http://h/x", "\"e\"", 1000).unwrap();
+        object.write(&cache, 10, &Bytes::from_static(b"0123456789"));
+        let (object_dir, name) = only_file(&cache);
+        let path = object_dir.join(&name);
+        fs::write(&path, first_layout(10, b"0123456789")).unwrap();
+        let again = cache.object("http://h/x", "\"e\"", 1000).unwrap();
+        let (missing, found) = again.read(vec![10..20], 10, &mut [0; 10]);
+        assert_eq!(missing, vec![10..20]);
+        assert!(found.is_empty());
+        assert!(!path.exists(), "the old file is removed when read");
+
+        // Eviction: an old file planted as the oldest goes first.
+        fs::write(object_dir.join("0-100"), first_layout(0, &[7; 100])).unwrap();
+        let old = fs::File::options()
+            .write(true)
+            .open(object_dir.join("0-100"))
+            .unwrap();
+        old.set_modified(SystemTime::UNIX_EPOCH).unwrap();
+        again.write(&cache, 200, &Bytes::from(vec![1u8; 150]));
+        assert!(!object_dir.join("0-100").exists(), "evicted first");
+        assert!(object_dir.join("200-150").exists());
     }
 
     #[test]
