@@ -10,6 +10,9 @@
 //! to more than the limit, the least recently used (oldest modification
 //! time) are deleted first.
 //!
+//! An object whose range files hold most of it is joined into one whole
+//! file ([`whole`]), read by `pread` instead of a file per range.
+//!
 //! Several processes (a DataLoader's workers) may share the directory, each
 //! with its own [`DiskCache`]: each counts the directory when it first
 //! writes and again whenever it has written a sixteenth of the limit since
@@ -37,7 +40,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use binfmt_core::dir;
@@ -47,6 +50,9 @@ use sha2::{Digest, Sha256};
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::{RemoteError, Result};
+
+mod whole;
+use whole::{Origin, Whole};
 
 /// What every cache file starts with.
 const MAGIC: &[u8; 8] = b"binfmtR2";
@@ -91,7 +97,11 @@ const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(3600
 #[derive(Debug)]
 pub(crate) struct DiskObject {
     dir: PathBuf,
+    size: u64,
     ranges: Mutex<BTreeMap<u64, u64>>,
+    /// The object's whole file ([`whole`]), once there: read instead of
+    /// the ranges.
+    whole: Mutex<Option<Arc<Whole>>>,
 }
 
 /// The name of one object version's directory: the first 32 hex digits of
@@ -189,7 +199,7 @@ fn is_temporary(name: &str) -> bool {
         return false;
     };
     inner.rsplit_once('.').is_some_and(|(range, random)| {
-        parse_name(range).is_some()
+        (parse_name(range).is_some() || whole::parse_name(range).is_some())
             && random.len() == 6
             && random.bytes().all(|byte| byte.is_ascii_alphanumeric())
     })
@@ -249,9 +259,13 @@ impl DiskCache {
                 ranges.insert(start, len);
             }
         }
+        // A whole file, when there, is read instead of the ranges.
+        let whole = Whole::open(&dir, size).map(Arc::new);
         Some(DiskObject {
             dir,
+            size,
             ranges: Mutex::new(ranges),
+            whole: Mutex::new(whole),
         })
     }
 
@@ -295,10 +309,12 @@ impl DiskCache {
             }
             // Only a file whose header says this module wrote it. Another
             // process may delete it first: then it is no longer counted.
-            let Some((start, range_len)) = parse_name(&name) else {
-                continue;
+            let ours = match (parse_name(&name), whole::parse_name(&name)) {
+                (Some((start, range_len)), _) => proven(&dir, &name, start, range_len),
+                (None, Some(size)) => whole::proven(&dir, size),
+                (None, None) => false,
             };
-            if proven(&dir, &name, start, range_len) {
+            if ours {
                 let _ = dir::remove_file(&dir, &name);
             }
             // Deleted here, or meanwhile by another process: not counted.
@@ -310,6 +326,14 @@ impl DiskCache {
         }
         used.total = Some(total);
         used.unseen = 0;
+    }
+
+    /// Notes `removed` bytes deleted by this handle.
+    fn shrank(&self, removed: u64) {
+        let mut used = lock(&self.used);
+        if let Some(total) = used.total {
+            used.total = Some(total.saturating_sub(removed));
+        }
     }
 
     /// Every cache file: modification time, directory, name, length. Only
@@ -329,15 +353,21 @@ impl DiskCache {
             };
             for (name, metadata) in entries {
                 let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                let Some((_, len)) = parse_name(&name) else {
-                    let stale = modified.elapsed().is_ok_and(|age| age >= STALE_TEMPORARY);
-                    if stale && is_temporary(&name) {
-                        // A live writer's rename then fails: a lost write.
-                        let _ = dir::remove_file(&object, &name);
+                let expected = match (parse_name(&name), whole::parse_name(&name)) {
+                    (Some((_, len)), _) => Some(HEADER.saturating_add(len)),
+                    (None, Some(size)) => {
+                        Some(metadata.len()).filter(|&len| whole::is_file_len(size, len))
                     }
-                    continue;
+                    (None, None) => {
+                        let stale = modified.elapsed().is_ok_and(|age| age >= STALE_TEMPORARY);
+                        if stale && is_temporary(&name) {
+                            // A live writer's rename then fails: a lost write.
+                            let _ = dir::remove_file(&object, &name);
+                        }
+                        continue;
+                    }
                 };
-                if metadata.len() == HEADER.saturating_add(len) {
+                if Some(metadata.len()) == expected {
                     files.push((modified, object.clone(), name, metadata.len()));
                 }
             }
@@ -358,54 +388,133 @@ impl DiskObject {
     ) -> (Vec<Range<u64>>, Vec<(u64, Bytes)>) {
         let mut missing = Vec::new();
         let mut found = Vec::new();
-        for gap in gaps {
-            let overlapping: Vec<(u64, u64)> = {
-                let ranges = lock(&self.ranges);
-                let first = ranges
-                    .range(..=gap.start)
-                    .next_back()
-                    .map_or(gap.start, |(start, _)| *start);
-                ranges
-                    .range(first..gap.end)
-                    .map(|(start, len)| (*start, *len))
-                    .filter(|(start, len)| start + len > gap.start)
-                    .collect()
-            };
-            let mut at = gap.start;
-            for (start, len) in overlapping {
-                let from = at.max(start);
-                let to = (start + len).min(gap.end);
-                if from >= to {
-                    continue;
-                }
-                match self.read_file(start, len) {
-                    Some(bytes) => {
-                        if from > at {
-                            missing.push(at..from);
-                        }
-                        let piece = bytes.slice((from - start) as usize..(to - start) as usize);
-                        if let Some(target) =
-                            buf.get_mut((from - offset) as usize..(to - offset) as usize)
-                        {
-                            target.copy_from_slice(&piece);
-                        }
-                        found.push((start, bytes));
-                        at = to;
-                    }
-                    None => {
-                        lock(&self.ranges).remove(&start);
-                    }
-                }
-            }
-            if at < gap.end {
-                missing.push(at..gap.end);
-            }
+        for gap in self.outside_whole(gaps, offset, buf, &mut found) {
+            self.read_ranges(gap, offset, buf, &mut missing, &mut found);
         }
         (missing, found)
     }
 
+    /// Copies into `buf` what the whole file holds of `gaps` (its pieces
+    /// into `found`); returns the parts it does not hold. A failed read
+    /// or check closes the file and removes it: its parts are then not
+    /// held.
+    fn outside_whole(
+        &self,
+        gaps: Vec<Range<u64>>,
+        offset: u64,
+        buf: &mut [u8],
+        found: &mut Vec<(u64, Bytes)>,
+    ) -> Vec<Range<u64>> {
+        let Some(whole) = self.whole() else {
+            return gaps;
+        };
+        let mut outside = Vec::new();
+        let mut failed = false;
+        for gap in gaps {
+            let (inside, rest) = whole::split(&gap, whole.runs());
+            outside.extend(rest);
+            let (Some(first), Some(last)) = (inside.first(), inside.last()) else {
+                continue;
+            };
+            // One read of the blocks under every held part of the gap.
+            let read = if failed {
+                None
+            } else {
+                whole.read_blocks(&(first.start..last.end))
+            };
+            let Some((start, blocks)) = read else {
+                failed = true;
+                outside.extend(inside);
+                continue;
+            };
+            let slice = |piece: &Range<u64>| {
+                blocks.slice((piece.start - start) as usize..(piece.end - start) as usize)
+            };
+            for part in &inside {
+                if let Some(target) =
+                    buf.get_mut((part.start - offset) as usize..(part.end - offset) as usize)
+                {
+                    target.copy_from_slice(&slice(part));
+                }
+            }
+            // Every held byte of the blocks read goes to the memory cache:
+            // a later read of a neighbour costs no file read.
+            let span = start..start + blocks.len() as u64;
+            for held in whole::split(&span, whole.runs()).0 {
+                found.push((held.start, slice(&held)));
+            }
+        }
+        if failed {
+            *lock(&self.whole) = None;
+            if whole::proven(&self.dir, self.size) {
+                let _ = dir::remove_file(&self.dir, &whole::name(self.size));
+            }
+            outside.sort_by_key(|part| part.start);
+        }
+        outside
+    }
+
+    /// Copies into `buf` what the range files hold of `gap`.
+    fn read_ranges(
+        &self,
+        gap: Range<u64>,
+        offset: u64,
+        buf: &mut [u8],
+        missing: &mut Vec<Range<u64>>,
+        found: &mut Vec<(u64, Bytes)>,
+    ) {
+        let overlapping: Vec<(u64, u64)> = {
+            let ranges = lock(&self.ranges);
+            let first = ranges
+                .range(..=gap.start)
+                .next_back()
+                .map_or(gap.start, |(start, _)| *start);
+            ranges
+                .range(first..gap.end)
+                .map(|(start, len)| (*start, *len))
+                .filter(|(start, len)| start + len > gap.start)
+                .collect()
+        };
+        let mut at = gap.start;
+        for (start, len) in overlapping {
+            let from = at.max(start);
+            let to = (start + len).min(gap.end);
+            if from >= to {
+                continue;
+            }
+            match self.read_file(start, len) {
+                Some(bytes) => {
+                    if from > at {
+                        missing.push(at..from);
+                    }
+                    let piece = bytes.slice((from - start) as usize..(to - start) as usize);
+                    if let Some(target) =
+                        buf.get_mut((from - offset) as usize..(to - offset) as usize)
+                    {
+                        target.copy_from_slice(&piece);
+                    }
+                    found.push((start, bytes));
+                    at = to;
+                }
+                None => {
+                    lock(&self.ranges).remove(&start);
+                }
+            }
+        }
+        if at < gap.end {
+            missing.push(at..gap.end);
+        }
+    }
+
     /// The parts of `gaps` the cache does not hold.
     pub fn missing(&self, gaps: Vec<Range<u64>>) -> Vec<Range<u64>> {
+        let gaps = match self.whole() {
+            Some(whole) => gaps
+                .iter()
+                .flat_map(|gap| whole::split(gap, whole.runs()).1)
+                .collect(),
+            None => gaps,
+        };
         let ranges = lock(&self.ranges);
         let mut missing = Vec::new();
         for gap in gaps {
@@ -473,7 +582,11 @@ impl DiskObject {
         if bytes.is_empty() || (bytes.len() as u64).saturating_add(HEADER) > cache.limit {
             return;
         }
-        let mut pieces: Vec<Range<u64>> = std::iter::once(start..end).collect();
+        // What the whole file holds is not written again.
+        let mut pieces: Vec<Range<u64>> = match self.whole() {
+            Some(whole) => whole::split(&(start..end), whole.runs()).1,
+            None => std::iter::once(start..end).collect(),
+        };
         {
             let ranges = lock(&self.ranges);
             for (&held, &len) in ranges.range(..end) {
@@ -498,7 +611,78 @@ impl DiskObject {
         }
         if added > 0 {
             cache.grew(added);
+            self.join_when_ready(cache);
         }
+    }
+
+    /// The object's whole file, when open.
+    fn whole(&self) -> Option<Arc<Whole>> {
+        lock(&self.whole).clone()
+    }
+
+    /// Joins the range files (and the whole file, if any) into a new whole
+    /// file when the object is at most an eighth of the limit
+    /// ([`whole::LIMIT_SHARE`]) and the range files hold enough of it: seven
+    /// eighths of it with no whole file yet, a sixteenth more than the
+    /// whole file holds otherwise (so an object is rewritten a few times at
+    /// most). The joined range files then go. Failures leave everything as
+    /// it was.
+    fn join_when_ready(&self, cache: &DiskCache) {
+        let size = self.size;
+        if size == 0 || size > cache.limit / whole::LIMIT_SHARE {
+            return;
+        }
+        let current = self.whole();
+        let ranges: Vec<(u64, u64)> = {
+            let ranges = lock(&self.ranges);
+            let held: u64 = ranges.values().sum();
+            let enough = match current {
+                None => held >= size - size / 8,
+                Some(_) => held >= (size / 16).max(1),
+            };
+            if !enough {
+                return;
+            }
+            ranges.iter().map(|(&start, &len)| (start, len)).collect()
+        };
+        let mut pieces: Vec<(u64, u64, Origin)> = ranges
+            .iter()
+            .map(|&(start, len)| (start, len, Origin::Range))
+            .collect();
+        if let Some(whole) = &current {
+            pieces.extend(
+                whole
+                    .runs()
+                    .iter()
+                    .map(|&(start, len)| (start, len, Origin::Whole)),
+            );
+        }
+        pieces.sort_by_key(|piece| piece.0);
+        let written = whole::join(
+            &self.dir,
+            size,
+            &pieces,
+            |start, len, origin| match origin {
+                Origin::Range => self.read_file(start, len),
+                Origin::Whole => current.as_ref()?.read(&(start..start + len)),
+            },
+        );
+        let Some(written) = written else {
+            return;
+        };
+        cache.grew(written);
+        let Some(opened) = Whole::open(&self.dir, size) else {
+            return;
+        };
+        *lock(&self.whole) = Some(Arc::new(opened));
+        let mut removed = 0u64;
+        for (start, len) in ranges {
+            lock(&self.ranges).remove(&start);
+            if dir::remove_file(&self.dir, &format!("{start}-{len}")).unwrap_or(false) {
+                removed = removed.saturating_add(HEADER.saturating_add(len));
+            }
+        }
+        cache.shrank(removed);
     }
 
     /// Writes the range's file through the output gate's
@@ -531,366 +715,4 @@ fn subtract(piece: Range<u64>, hole: &Range<u64>) -> Vec<Range<u64>> {
 
 #[cfg(test)]
 #[allow(clippy::single_range_in_vec_init)] // one gap is a list of gaps
-mod tests {
-    use super::*;
-    use std::fs;
-
-    #[test]
-    fn ranges_come_back_from_a_fresh_handle_and_the_limit_holds() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(&dir.path().join("c"), 400).unwrap();
-        let object = cache.object("http://h/x", "\"e1\"", 1000).unwrap();
-        let data: Bytes = (0..1000u32).map(|i| i as u8).collect::<Vec<u8>>().into();
-        object.write(&cache, 100, &data.slice(100..200));
-        object.write(&cache, 150, &data.slice(150..250)); // only 200..250 is new
-        let again = cache.object("http://h/x", "\"e1\"", 1000).unwrap();
-        let mut buf = vec![0; 200];
-        let (missing, found) = again.read(vec![50..250], 50, &mut buf);
-        assert_eq!(missing, vec![50..100]);
-        assert_eq!(found.len(), 2);
-        assert_eq!(&buf[50..200], &data[100..250]);
-
-        // Another ETag is another object: nothing cached.
-        let other = cache.object("http://h/x", "\"e2\"", 1000).unwrap();
-        let (missing, _) = other.read(vec![100..200], 100, &mut [0; 100]);
-        assert_eq!(missing, vec![100..200]);
-
-        // Past the limit the least recently used range goes.
-        object.write(&cache, 500, &data.slice(500..600));
-        let sizes: u64 = cache.files().iter().map(|file| file.3).sum();
-        assert!(sizes <= 400, "{sizes}");
-    }
-
-    /// The cache's one object directory and its only file.
-    fn only_file(cache: &DiskCache) -> (PathBuf, String) {
-        let files = cache.files();
-        assert_eq!(files.len(), 1, "{files:?}");
-        (files[0].1.clone(), files[0].2.clone())
-    }
-
-    #[test]
-    fn a_changed_byte_is_a_miss_and_the_entry_goes() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
-        let object = cache.object("http://h/x", "\"e\"", 100).unwrap();
-        object.write(&cache, 10, &Bytes::from_static(b"0123456789"));
-        let (object_dir, name) = only_file(&cache);
-        let path = object_dir.join(&name);
-        let mut bytes = fs::read(&path).unwrap();
-        *bytes.last_mut().unwrap() ^= 1;
-        fs::write(&path, bytes).unwrap();
-        let again = cache.object("http://h/x", "\"e\"", 100).unwrap();
-        let mut buf = [0; 10];
-        let (missing, found) = again.read(vec![10..20], 10, &mut buf);
-        assert_eq!(missing, vec![10..20]);
-        assert!(found.is_empty());
-        assert!(!path.exists(), "the bad entry is removed");
-    }
-
-    /// A file of the first layout (`binfmtRC`, the SHA-256 of its bytes),
-    /// whole and right by that layout: a miss, removed when read, and
-    /// deleted by eviction like this layout's files.
-    #[test]
-    fn a_file_of_the_first_layout_is_a_miss_and_goes() {
-        let first_layout = |start: u64, data: &[u8]| {
-            let mut bytes = b"binfmtRC".to_vec();
-            bytes.extend(start.to_le_bytes());
-            bytes.extend((data.len() as u64).to_le_bytes());
-            bytes.extend(Sha256::digest(data));
-            bytes.extend(data);
-            bytes
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(&dir.path().join("c"), 300).unwrap();
-        let object = cache.object("http://h/x", "\"e\"", 1000).unwrap();
-        object.write(&cache, 10, &Bytes::from_static(b"0123456789"));
-        let (object_dir, name) = only_file(&cache);
-        let path = object_dir.join(&name);
-        fs::write(&path, first_layout(10, b"0123456789")).unwrap();
-        let again = cache.object("http://h/x", "\"e\"", 1000).unwrap();
-        let (missing, found) = again.read(vec![10..20], 10, &mut [0; 10]);
-        assert_eq!(missing, vec![10..20]);
-        assert!(found.is_empty());
-        assert!(!path.exists(), "the old file is removed when read");
-
-        // Eviction: an old file planted as the oldest goes first.
-        fs::write(object_dir.join("0-100"), first_layout(0, &[7; 100])).unwrap();
-        let old = fs::File::options()
-            .write(true)
-            .open(object_dir.join("0-100"))
-            .unwrap();
-        old.set_modified(SystemTime::UNIX_EPOCH).unwrap();
-        again.write(&cache, 200, &Bytes::from(vec![1u8; 150]));
-        assert!(!object_dir.join("0-100").exists(), "evicted first");
-        assert!(object_dir.join("200-150").exists());
-    }
-
-    #[test]
-    fn a_fifo_in_place_of_an_entry_is_a_miss_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
-        let object = cache.object("http://h/x", "\"e\"", 100).unwrap();
-        object.write(&cache, 0, &Bytes::from_static(b"abc"));
-        let (object_dir, name) = only_file(&cache);
-        let path = object_dir.join(&name);
-        fs::remove_file(&path).unwrap();
-        let status = std::process::Command::new("mkfifo").arg(&path).status();
-        assert!(status.unwrap().success());
-        let (missing, _) = object.read(vec![0..3], 0, &mut [0; 3]);
-        assert_eq!(missing, vec![0..3]);
-        assert!(path.exists(), "not ours: left alone");
-    }
-
-    /// `missing` finds the held ranges by the map's order; the same as
-    /// subtracting every held range from every gap.
-    #[test]
-    fn missing_is_every_held_range_subtracted() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |bound: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % bound
-        };
-        for _ in 0..500 {
-            let mut ranges = BTreeMap::new();
-            let mut at = next(5);
-            for _ in 0..next(12) {
-                let len = 1 + next(6);
-                ranges.insert(at, len);
-                at += len + next(4);
-            }
-            let object = DiskObject {
-                dir: PathBuf::new(),
-                ranges: Mutex::new(ranges.clone()),
-            };
-            let gaps: Vec<Range<u64>> = (0..next(4))
-                .map(|_| {
-                    let start = next(60);
-                    start..start + 1 + next(20)
-                })
-                .collect();
-            let mut naive = gaps.clone();
-            for (&start, &len) in &ranges {
-                let held = start..start + len;
-                naive = naive
-                    .into_iter()
-                    .flat_map(|gap| subtract(gap, &held))
-                    .collect();
-            }
-            assert_eq!(object.missing(gaps.clone()), naive, "{ranges:?} {gaps:?}");
-        }
-    }
-
-    #[test]
-    fn eviction_never_follows_a_planted_symlink() {
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        fs::create_dir(&victim).unwrap();
-        // Named like cache entries, in a directory named like a key.
-        fs::write(victim.join("0-10"), [1; 66]).unwrap();
-        let root = dir.path().join("c");
-        let cache = DiskCache::new(&root, 300).unwrap();
-        std::os::unix::fs::symlink(&victim, root.join("0".repeat(32))).unwrap();
-        std::os::unix::fs::symlink(victim.join("0-10"), root.join("1".repeat(32))).unwrap();
-        let object = cache.object("http://h/x", "\"e\"", 1000).unwrap();
-        // Names that would overflow: ignored, never a panic.
-        let huge = format!("{0}-{0}", u64::MAX);
-        fs::write(object.dir.join(&huge), b"x").unwrap();
-        fs::write(object.dir.join(format!("0-{}", u64::MAX - 10)), b"x").unwrap();
-        assert!(cache.object("http://h/x", "\"e\"", u64::MAX).is_some());
-        for start in 0..10 {
-            object.write(&cache, start * 50, &Bytes::from(vec![2; 50]));
-        }
-        assert_eq!(fs::read(victim.join("0-10")).unwrap(), [1; 66]);
-        assert!(cache.files().iter().map(|file| file.3).sum::<u64>() <= 300);
-        // A symlink to elsewhere in place of an object's directory is
-        // refused, not written through.
-        let key_of_other = cache.object("http://h/y", "\"e\"", 1000).unwrap().dir;
-        fs::remove_dir_all(&key_of_other).unwrap();
-        std::os::unix::fs::symlink(&victim, &key_of_other).unwrap();
-        assert!(cache.object("http://h/y", "\"e\"", 1000).is_none());
-    }
-
-    #[test]
-    fn a_directory_others_can_write_is_refused() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("c");
-        fs::create_dir(&root).unwrap();
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o1777)).unwrap();
-        let error = DiskCache::new(&root, 100).unwrap_err();
-        assert!(
-            error.to_string().contains("writable by other users"),
-            "{error}"
-        );
-        let link = dir.path().join("link");
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
-        std::os::unix::fs::symlink(&root, &link).unwrap();
-        assert!(DiskCache::new(&link, 100).is_err());
-        // Found from outside: `link/` and `link/.` were looked up through
-        // the symlink and accepted.
-        for spelled in [
-            format!("{}/", link.display()),
-            format!("{}/.", link.display()),
-        ] {
-            let error = DiskCache::new(Path::new(&spelled), 100).unwrap_err();
-            assert!(error.to_string().contains("symlink"), "{spelled}: {error}");
-        }
-        // A file is "not a directory", said once.
-        let file = dir.path().join("file");
-        fs::write(&file, b"x").unwrap();
-        let error = DiskCache::new(&file, 100).unwrap_err().to_string();
-        assert!(
-            error.contains("is not a directory") && error.matches("not a").count() == 1,
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn a_damaged_file_is_a_miss() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
-        let object = cache.object("s3://b/k", "\"e\"", 100).unwrap();
-        object.write(&cache, 0, &Bytes::from_static(&[7; 10]));
-        fs::write(object.dir.join("0-10"), [7; 4]).unwrap();
-        assert_eq!(parse_name("00-10"), None);
-        assert_eq!(parse_name("+1-10"), None);
-        let (missing, found) = object.read(vec![0..10], 0, &mut [0; 10]);
-        assert_eq!(missing, vec![0..10]);
-        assert!(found.is_empty());
-    }
-
-    /// The bytes of every cache file under `root`.
-    fn on_disk(cache: &DiskCache) -> u64 {
-        cache.files().iter().map(|file| file.3).sum()
-    }
-
-    #[test]
-    fn handles_sharing_a_directory_keep_it_within_the_bound() {
-        // Four handles are four worker processes: each sees the others'
-        // writes only by counting the directory again.
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("c");
-        let limit = 16_000;
-        let handles: Vec<DiskCache> = (0..4)
-            .map(|_| DiskCache::new(&root, limit).unwrap())
-            .collect();
-        let objects: Vec<DiskObject> = handles
-            .iter()
-            .map(|cache| cache.object("http://h/x", "\"e\"", 1 << 20).unwrap())
-            .collect();
-        let bound = limit + 4 * (limit / RECOUNT_SHARE);
-        let mut most = 0;
-        for step in 0..400u64 {
-            let which = (step % 4) as usize;
-            let piece = Bytes::from(vec![step as u8; 200]);
-            objects[which].write(&handles[which], step * 200, &piece);
-            most = most.max(on_disk(&handles[0]));
-        }
-        assert!(most <= bound, "{most} > {bound}");
-        // 400 ranges of 256 bytes were written: far past the limit.
-        assert!(most > limit / 2, "{most}");
-    }
-
-    #[test]
-    fn writers_of_one_range_never_share_a_temporary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("c");
-        let data: Bytes = (0..4096u32)
-            .map(|i| (i * 7) as u8)
-            .collect::<Vec<u8>>()
-            .into();
-        std::thread::scope(|scope| {
-            for _ in 0..8 {
-                scope.spawn(|| {
-                    let cache = DiskCache::new(&root, 1 << 20).unwrap();
-                    for _ in 0..20 {
-                        // A fresh handle knows nothing: it writes the range.
-                        let object = cache.object("http://h/x", "\"e\"", 8192).unwrap();
-                        lock(&object.ranges).clear();
-                        object.write(&cache, 100, &data);
-                    }
-                });
-            }
-        });
-        let cache = DiskCache::new(&root, 1 << 20).unwrap();
-        let (object_dir, name) = only_file(&cache);
-        assert_eq!(name, "100-4096");
-        let leftovers: Vec<_> = fs::read_dir(&object_dir)
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name())
-            .filter(|entry| entry != "100-4096")
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
-        let object = cache.object("http://h/x", "\"e\"", 8192).unwrap();
-        let mut buf = vec![0; 4096];
-        let (missing, _) = object.read(vec![100..4196], 100, &mut buf);
-        assert!(missing.is_empty());
-        assert_eq!(buf, data);
-        // Two temporary files for one destination have two names.
-        let first = binfmt_core::AtomicFile::create(object_dir.join("0-1")).unwrap();
-        let second = binfmt_core::AtomicFile::create(object_dir.join("0-1")).unwrap();
-        assert_ne!(first.temp_path(), second.temp_path());
-    }
-
-    #[test]
-    fn temporary_files_of_dead_writers_go_when_the_directory_is_counted() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
-        let object = cache.object("http://h/x", "\"e\"", 100).unwrap();
-        let old = SystemTime::now() - STALE_TEMPORARY - std::time::Duration::from_secs(1);
-        let names = [
-            ".0-10.a1B2c3.tmp",
-            ".0-10.a1B2c4.tmp",
-            ".notours.a1B2c3.tmp",
-            "0-10.tmp",
-        ];
-        for name in names {
-            fs::write(object.dir.join(name), b"partial").unwrap();
-        }
-        // Old: the first and the third; only the first is a cache name.
-        for name in [names[0], names[2], names[3]] {
-            let file = fs::File::options()
-                .write(true)
-                .open(object.dir.join(name))
-                .unwrap();
-            file.set_modified(old).unwrap();
-        }
-        assert!(is_temporary(names[0]) && is_temporary(names[1]));
-        assert!(!is_temporary(names[2]) && !is_temporary(names[3]));
-        assert!(cache.files().is_empty());
-        assert!(
-            !object.dir.join(names[0]).exists(),
-            "a dead writer's file goes"
-        );
-        for name in &names[1..] {
-            assert!(object.dir.join(name).exists(), "{name} stays");
-        }
-    }
-
-    #[test]
-    fn a_range_deleted_under_a_reader_is_a_miss_then_fetched_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("c");
-        let writer = DiskCache::new(&root, 1 << 20).unwrap();
-        let object = writer.object("http://h/x", "\"e\"", 100).unwrap();
-        object.write(&writer, 0, &Bytes::from_static(b"0123456789"));
-        // Another process lists the range, then it is evicted.
-        let reader = DiskCache::new(&root, 1 << 20).unwrap();
-        let listed = reader.object("http://h/x", "\"e\"", 100).unwrap();
-        assert!(listed.missing(vec![0..10]).is_empty());
-        let (object_dir, name) = only_file(&writer);
-        fs::remove_file(object_dir.join(name)).unwrap();
-        let mut buf = [0; 10];
-        let (missing, found) = listed.read(vec![2..8], 2, &mut buf[2..8]);
-        assert_eq!(missing, vec![2..8]);
-        assert!(found.is_empty());
-        assert_eq!(listed.missing(vec![0..10]), vec![0..10]);
-        // The fetched bytes go back in, and are read.
-        listed.write(&reader, 0, &Bytes::from_static(b"0123456789"));
-        let (missing, _) = listed.read(vec![0..10], 0, &mut buf);
-        assert!(missing.is_empty());
-        assert_eq!(&buf, b"0123456789");
-    }
-}
+mod tests;
