@@ -259,8 +259,18 @@ impl DiskCache {
                 ranges.insert(start, len);
             }
         }
-        // A whole file, when there, is read instead of the ranges.
+        // A whole file, when there, is read instead of the ranges; range
+        // files that overlap what it holds (written by a process that had
+        // not seen the join) are left to eviction, so the ranges beside
+        // it never overlap it.
         let whole = Whole::open(&dir, size).map(Arc::new);
+        if let Some(whole) = &whole {
+            ranges.retain(|&start, &mut len| {
+                whole::split(&(start..start + len), whole.runs())
+                    .0
+                    .is_empty()
+            });
+        }
         Some(DiskObject {
             dir,
             size,

@@ -550,3 +550,30 @@ fn an_object_held_in_part_is_joined_with_its_holes_and_joined_again_when_filled(
     assert!(last.read(vec![0..40_000], 0, &mut buf).0.is_empty());
     assert_eq!(buf, data);
 }
+
+/// Range files written beside a whole file by a process that had not seen
+/// the join (overlapping what it holds) are not used, and a later join
+/// still happens.
+#[test]
+fn ranges_overlapping_a_whole_file_are_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = DiskCache::new(&dir.path().join("c"), 1 << 20).unwrap();
+    let data: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    let piece = |range: Range<usize>| Bytes::from(data[range].to_vec());
+    // A process that will not see the join, opened first.
+    let stale = cache.object("http://h/x", "\"e\"", 40_000).unwrap();
+    let joiner = cache.object("http://h/x", "\"e\"", 40_000).unwrap();
+    joiner.write(&cache, 0, &piece(0..36_000));
+    assert_eq!(joiner.whole().unwrap().runs(), [(0, 36_000)]);
+    stale.write(&cache, 30_000, &piece(30_000..38_000));
+    let again = cache.object("http://h/x", "\"e\"", 40_000).unwrap();
+    assert_eq!(again.missing(vec![0..40_000]), vec![36_000..40_000]);
+    again.write(&cache, 36_000, &piece(36_000..40_000));
+    // A tenth of the object beside the whole file: joined again, the
+    // stale range left out.
+    assert_eq!(again.whole().unwrap().runs(), [(0, 40_000)]);
+    let mut buf = vec![0; 40_000];
+    let (missing, _) = again.read(vec![0..40_000], 0, &mut buf);
+    assert!(missing.is_empty());
+    assert_eq!(buf, data);
+}
