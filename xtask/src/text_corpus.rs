@@ -303,3 +303,46 @@ fn source(words: &Vocabulary, rng: &mut Rng, target: usize) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut files = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let name = path.strip_prefix(root).unwrap().display().to_string();
+                    files.push((name, fs::read(&path).unwrap()));
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn corpora_are_the_same_bytes_from_the_same_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        for corpus in &CORPORA {
+            let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+            let written = write(&a, corpus, 300_000).unwrap();
+            assert!(written >= 300_000);
+            write(&b, corpus, 300_000).unwrap();
+            let (first, second) = (tree(&a), tree(&b));
+            assert_eq!(first, second);
+            let tops: std::collections::BTreeSet<_> = first
+                .iter()
+                .filter_map(|(name, _)| name.split('/').next().map(str::to_owned))
+                .collect();
+            assert_eq!(tops.len(), corpus.kinds.len(), "{tops:?}");
+            fs::remove_dir_all(&a).unwrap();
+            fs::remove_dir_all(&b).unwrap();
+        }
+    }
+}
