@@ -28,6 +28,8 @@ pub struct Settings {
     pub dir: PathBuf,
     pub python: PathBuf,
     pub scale: bool,
+    /// MB of each text corpus of the arcx benchmark.
+    pub text_mb: u64,
 }
 
 /// The iTar indexer and binfmt on the same fold, interleaved, next to the

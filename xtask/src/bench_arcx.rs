@@ -122,6 +122,7 @@ pub fn run(settings: &Settings, arcx: &Path, report: &mut Report) -> Result<(), 
     };
     let one = measure(&tools, 1, report, true)?;
     peak_memory(&tools, report)?;
+    crate::bench_arcx_size::run(settings, &tools.binfmt, &tools.get_floor, report)?;
     if settings.scale {
         let mut points = [Vec::new(), Vec::new(), Vec::new()];
         // binfmt's median and its limit's, from the same rounds.
@@ -163,6 +164,14 @@ pub fn run(settings: &Settings, arcx: &Path, report: &mut Report) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Only the text corpora and their size/get trade-off table
+/// ([`crate::bench_arcx_size`]).
+pub fn run_text(settings: &Settings, report: &mut Report) -> Result<(), String> {
+    let binfmt = release_binfmt()?;
+    let get_floor = crate::measure::release_binary("xtask", "arcx_get_floor")?;
+    crate::bench_arcx_size::run(settings, &binfmt, &get_floor, report)
 }
 
 /// Packs, gets from and extracts the corpus at `factor` times its size,
@@ -244,7 +253,7 @@ fn measure(
         )),
         // The floor: a minimal program told where the manifest and the
         // file's block are, started the same way.
-        program(get_floor(tools, &ours, &small_in, &got)?),
+        program(get_floor_command(&tools.get_floor, &ours, &small_in, &got)?),
     ];
     let [get_ours, get_arcx, get_tar, get_floor] = four(interleave(
         GET_ROUNDS,
@@ -406,9 +415,15 @@ fn measure(
     })
 }
 
-/// The command line (program and arguments) of the `get` floor for `path` in `archive` (a spec
-/// archive), with the manifest's and the block's places found by binfmt.
-fn get_floor(tools: &Tools, archive: &Path, path: &str, out: &Path) -> Result<Vec<String>, String> {
+/// The command line (program and arguments) of the `get` floor
+/// `get_floor` for `path` in `archive` (a spec archive), with the
+/// manifest's and the block's places found by binfmt.
+pub fn get_floor_command(
+    get_floor: &Path,
+    archive: &Path,
+    path: &str,
+    out: &Path,
+) -> Result<Vec<String>, String> {
     let opened = binfmt_arcx::Archive::open(archive).map_err(|e| e.to_string())?;
     let file = opened
         .find(path)
@@ -424,7 +439,7 @@ fn get_floor(tools: &Tools, archive: &Path, path: &str, out: &Path) -> Result<Ve
         .ok_or_else(|| format!("{path}: the floor reads a zstd block"))?;
     let (manifest_offset, manifest_len) = opened.manifest_region();
     Ok([
-        tools.get_floor.display().to_string(),
+        get_floor.display().to_string(),
         archive.display().to_string(),
         manifest_offset.to_string(),
         manifest_len.to_string(),

@@ -2,7 +2,7 @@
 //!
 //! - `fixtures`: remakes `fixtures/generated/`, small files of every format
 //!   and dialect written by this project's writers (see [`xtask::fixtures`]).
-//! - `bench [arcx|kast|par4|taridx|remote|python] [--scale]`: this
+//! - `bench [arcx|arcx-text|kast|par4|taridx|remote|python] [--scale]`: this
 //!   project's code next to the reference implementations, every format
 //!   whose reference is installed (or one), printed as one table: sides
 //!   interleaved run by run after warming the page cache, medians with
@@ -28,6 +28,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 mod bench;
 mod bench_arcx;
+mod bench_arcx_size;
 mod bench_mount;
 mod bench_par4;
 mod bench_python;
@@ -37,6 +38,7 @@ mod fuzz;
 mod limits;
 mod measure;
 mod report;
+mod text_corpus;
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask")]
@@ -74,6 +76,10 @@ enum Task {
         /// allows) 100x its default size, flagging super-linear growth.
         #[arg(long)]
         scale: bool,
+        /// MB of each text corpus of `arcx` and `arcx-text` (the size/get
+        /// trade-off table).
+        #[arg(long, default_value_t = 24)]
+        text_mb: u64,
         /// Also write the table into docs/benchmarks.md (its block for this
         /// run: every format, or the one asked for), stamped with the
         /// command, the machine and the date.
@@ -108,6 +114,9 @@ enum Task {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BenchFormat {
     Arcx,
+    /// Only the text corpora of `arcx` and its size/get trade-off table
+    /// (no arcx 0.3.0 needed).
+    ArcxText,
     Kast,
     Par4,
     Taridx,
@@ -136,11 +145,17 @@ fn main() -> ExitCode {
             glzn,
             arcx,
             scale,
+            text_mb,
             markdown,
             ray_samples,
         } => bench(
             format,
-            &bench::Settings { dir, python, scale },
+            &bench::Settings {
+                dir,
+                python,
+                scale,
+                text_mb,
+            },
             ray_samples,
             glzn.as_deref(),
             &arcx,
@@ -220,7 +235,9 @@ fn bench(
             BenchFormat::Arcx => {
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
-            BenchFormat::Par4 | BenchFormat::Python | BenchFormat::Ray => None,
+            BenchFormat::Par4 | BenchFormat::ArcxText | BenchFormat::Python | BenchFormat::Ray => {
+                None
+            }
             BenchFormat::Mount => {
                 if !arcx.exists() {
                     Some(format!("no arcx 0.3.0 at {}", arcx.display()))
@@ -260,6 +277,7 @@ fn bench(
             (BenchFormat::Taridx, Some(glzn)) => bench::taridx(settings, glzn, &mut report)?,
             (BenchFormat::Taridx, None) => {}
             (BenchFormat::Arcx, _) => bench_arcx::run(settings, arcx, &mut report)?,
+            (BenchFormat::ArcxText, _) => bench_arcx::run_text(settings, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
             (BenchFormat::Python | BenchFormat::Ray, _) => {}
             (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
@@ -271,6 +289,7 @@ fn bench(
     let key = match only {
         None => "all",
         Some(BenchFormat::Arcx) => "arcx",
+        Some(BenchFormat::ArcxText) => "arcx-text",
         Some(BenchFormat::Kast) => "kast",
         Some(BenchFormat::Par4) => "par4",
         Some(BenchFormat::Taridx) => "taridx",

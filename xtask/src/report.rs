@@ -43,6 +43,9 @@ pub struct Report {
     rows: Vec<Row>,
     notes: Vec<String>,
     scaling: Vec<Scaling>,
+    /// Tables of their own (Markdown, with a line above saying what they
+    /// are), printed after the main table.
+    tables: Vec<String>,
 }
 
 impl Report {
@@ -174,6 +177,11 @@ impl Report {
         });
     }
 
+    /// A table of its own (Markdown), printed after the main table.
+    pub fn table(&mut self, markdown: String) {
+        self.tables.push(markdown);
+    }
+
     /// A line printed under the table.
     pub fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());
@@ -205,6 +213,9 @@ impl Report {
         }
         if !self.scaling.is_empty() {
             text.push_str(&self.scaling_markdown());
+        }
+        for table in &self.tables {
+            text.push_str(&format!("\n{}\n", table.trim_end()));
         }
         for note in &self.notes {
             text.push_str(&format!("\n{note}\n"));
