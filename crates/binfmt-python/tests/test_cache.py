@@ -135,7 +135,8 @@ def cache_files(root: pathlib.Path) -> dict[pathlib.Path, bytes]:
 def is_whole(name: str, data: bytes) -> bool:
     """Whether ``data`` is a valid cache file named ``START-LEN`` (a range)
     or ``whole-SIZE`` (an object joined from its ranges: its bytes at their
-    offsets, the XXH3-128 of each 16 KiB block, then the runs it holds)."""
+    offsets, the XXH3-128 of each 16 KiB block, then the runs it holds, all
+    but the bytes under the header's own XXH3-128)."""
     if name.startswith("whole-"):
         size = int(name.removeprefix("whole-"))
         magic, zero, head_size, block, runs = struct.unpack_from("<8sQQQQ", data)
@@ -149,10 +150,12 @@ def is_whole(name: str, data: bytes) -> bool:
             for k in range(runs)
         ]
         apart = all(a + n < b for (a, n), (b, _) in zip(held, held[1:]))
+        tail = data[HEADER + size :]
+        meta = xxhash.xxh3_128(data[:40] + tail).intdigest().to_bytes(16, "little")
         return (
             (magic, zero, head_size, block) == (b"binfmtRW", 0, size, 16384)
-            and data[40:HEADER] == bytes(16)
-            and data[HEADER + size : HEADER + size + len(table)] == table
+            and data[40:HEADER] == meta
+            and tail[: len(table)] == table
             and len(data) == HEADER + size + len(table) + 16 * runs
             and apart
             and all(n > 0 and a + n <= size for a, n in held)

@@ -360,3 +360,30 @@ fn a_shard_past_the_rows_over_http_is_not_dropped_silently() {
     );
     std::fs::remove_dir_all(&published).unwrap();
 }
+
+/// Found from outside: `--cache-size 0` was taken (and made empty object
+/// directories); like Python's `cache_size=0`, it is refused.
+#[test]
+fn a_cache_of_no_bytes_is_a_usage_error() {
+    let scratch = tempfile::tempdir().unwrap();
+    let cache = scratch.path().join("cache");
+    let out = binfmt(
+        &[],
+        &[
+            "get",
+            "http://127.0.0.1:9/x.arcx",
+            "a",
+            "--cache-dir",
+            arg(&cache),
+            "--cache-size",
+            "0",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--cache-size"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!cache.exists());
+}

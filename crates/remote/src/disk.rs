@@ -96,6 +96,9 @@ const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(3600
 /// One object's directory in the cache, and the ranges it holds.
 #[derive(Debug)]
 pub(crate) struct DiskObject {
+    /// The cache directory, checked again before the object's directory
+    /// is used: either may have been swapped for a symlink since.
+    root: PathBuf,
     dir: PathBuf,
     size: u64,
     ranges: Mutex<BTreeMap<u64, u64>>,
@@ -246,6 +249,9 @@ impl DiskCache {
     /// The cache entry of one version of one object, with the ranges already
     /// there.
     pub fn object(&self, url: &str, etag: &str, size: u64) -> Option<DiskObject> {
+        // The directory may have been swapped for a symlink since it was
+        // checked: checked again before anything is made in it.
+        dir::private(&self.root).ok()?;
         let key = object_key(url, etag, size);
         let dir = dir::subdir(&self.root, &key).ok()?;
         let mut ranges = BTreeMap::new();
@@ -264,6 +270,11 @@ impl DiskCache {
         // not seen the join) are left to eviction, so the ranges beside
         // it never overlap it.
         let whole = Whole::open(&dir, size).map(Arc::new);
+        if whole.is_none() && whole::proven(&dir, size) {
+            // Ours by its header and length, yet not opened: its header,
+            // checksums or runs are damaged.
+            let _ = dir::remove_file(&dir, &whole::name(size));
+        }
         if let Some(whole) = &whole {
             ranges.retain(|&start, &mut len| {
                 whole::split(&(start..start + len), whole.runs())
@@ -272,6 +283,7 @@ impl DiskCache {
             });
         }
         Some(DiskObject {
+            root: self.root.clone(),
             dir,
             size,
             ranges: Mutex::new(ranges),
@@ -562,6 +574,9 @@ impl DiskObject {
     /// says it is ours.
     fn read_file(&self, start: u64, len: u64) -> Option<Bytes> {
         let name = format!("{start}-{len}");
+        if !self.dirs_ours() {
+            return None;
+        }
         let (mut file, file_len) = dir::open_file(&self.dir, &name).ok()??;
         let whole = HEADER.checked_add(len)?;
         let size = usize::try_from(whole).ok().filter(|_| file_len == whole);
@@ -625,6 +640,13 @@ impl DiskObject {
         }
     }
 
+    /// Whether the cache directory and the object's directory are still
+    /// real directories of the user's that no one else can write (not
+    /// swapped for symlinks since they were made).
+    fn dirs_ours(&self) -> bool {
+        dir::private(&self.root).is_ok() && dir::private(&self.dir).is_ok()
+    }
+
     /// The object's whole file, when open.
     fn whole(&self) -> Option<Arc<Whole>> {
         lock(&self.whole).clone()
@@ -639,7 +661,7 @@ impl DiskObject {
     /// it was.
     fn join_when_ready(&self, cache: &DiskCache) {
         let size = self.size;
-        if size == 0 || size > cache.limit / whole::LIMIT_SHARE {
+        if size == 0 || size > cache.limit / whole::LIMIT_SHARE || !self.dirs_ours() {
             return;
         }
         let current = self.whole();
@@ -700,6 +722,8 @@ impl DiskObject {
     /// replaces whatever has the name, a planted symlink included, never
     /// writing through it), readable by the user alone.
     fn write_file(&self, start: u64, data: &[u8]) -> binfmt_core::Result<()> {
+        dir::private(&self.root)?;
+        dir::private(&self.dir)?;
         let path = self.dir.join(format!("{start}-{}", data.len()));
         let mut file = binfmt_core::AtomicFile::create_with_mode(&path, 0o600)?;
         file.write_all(&header(start, data)).with_path(&path)?;

@@ -25,9 +25,10 @@ pub struct RemoteArgs {
     /// else: a cache directory is never shared between users.
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// The most bytes --cache-dir may hold; the least recently used ranges
-    /// are dropped first.
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30, requires = "cache_dir")]
+    /// The most bytes --cache-dir may hold (at least 1); the least recently
+    /// used ranges are dropped first.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30, requires = "cache_dir",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub cache_size: u64,
 }
 

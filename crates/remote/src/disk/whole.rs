@@ -12,7 +12,8 @@
 //!       16   8  SIZE, the object's size
 //!       24   8  BLOCK, the checksum block size (16,384)
 //!       32   8  RUNS, the number of held runs
-//!       40  16  zero
+//!       40  16  the XXH3-128 (u128) of bytes 0..40, the block checksums and
+//!               the runs: what says which bytes are held is checked too
 //!       56  SIZE  the object's bytes at their offsets (zero where not held)
 //!  56+SIZE  16 × ceil(SIZE / BLOCK)  the XXH3-128 (u128) of each block
 //!      ...  16 × RUNS  the held runs: start, length (u64 each), sorted,
@@ -25,10 +26,13 @@
 //! streams: each piece is read (and checked) once and written at once, each
 //! block's checksum computed on the way. Every read checks the blocks it
 //! touches, so a damaged block is a miss (the file is then removed and the
-//! object read from its ranges or the server again), never wrong bytes.
+//! object read from its ranges or the server again), never wrong bytes;
+//! a damaged header, checksum table or run list is found when the file is
+//! opened (a run moved by one flipped bit would otherwise pass zeros the
+//! cache never held off as bytes).
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -98,10 +102,20 @@ fn header(size: u64, runs: u64) -> [u8; HEADER as usize] {
 }
 
 /// The number of runs `head` gives when it is the header of a whole file
-/// of an object of `size` bytes.
+/// of an object of `size` bytes (its checksum not checked: that needs the
+/// file's tail, see [`meta_digest`]).
 fn runs_in(head: &[u8], size: u64) -> Option<u64> {
     let runs = u64::from_le_bytes(head.get(32..40)?.try_into().ok()?);
-    (head == header(size, runs).as_slice()).then_some(runs)
+    (head.get(..40) == header(size, runs).get(..40)).then_some(runs)
+}
+
+/// The checksum at bytes 40..56 of a whole file: of its first 40 bytes,
+/// its block checksums and its runs.
+fn meta_digest(head: &[u8], tail: &[u8]) -> [u8; 16] {
+    let mut hasher = Xxh3::new();
+    hasher.update(head.get(..40).unwrap_or_default());
+    hasher.update(tail);
+    hasher.digest128().to_le_bytes()
 }
 
 /// An open whole file: its block checksums and held runs read.
@@ -132,6 +146,9 @@ impl Whole {
         let mut tail = binfmt_core::alloc::vec_with_capacity(tail_len, "cache file tail").ok()?;
         tail.resize(tail_len, 0);
         file.read_exact_at(&mut tail, HEADER + size).ok()?;
+        if head.get(40..56) != Some(meta_digest(&head, &tail).as_slice()) {
+            return None;
+        }
         let runs_bytes = tail.split_off(usize::try_from(table_len).ok()?);
         let mut held: Vec<(u64, u64)> = Vec::with_capacity(runs_bytes.len() / 16);
         for entry in runs_bytes.chunks_exact(ENTRY as usize) {
@@ -257,12 +274,15 @@ pub(crate) fn join(
         at = start + len;
     }
     out.zeros(size - at).ok()?;
-    let table = out.finish();
-    file.write_all(&table).ok()?;
+    let mut tail = out.finish();
     for (start, len) in &runs {
-        file.write_all(&start.to_le_bytes()).ok()?;
-        file.write_all(&len.to_le_bytes()).ok()?;
+        tail.extend(start.to_le_bytes());
+        tail.extend(len.to_le_bytes());
     }
+    file.write_all(&tail).ok()?;
+    let digest = meta_digest(&header(size, runs.len() as u64), &tail);
+    file.seek(SeekFrom::Start(40)).ok()?;
+    file.write_all(&digest).ok()?;
     file.commit().ok()?;
     file_len(size, runs.len() as u64)
 }
