@@ -231,11 +231,12 @@ fn index_timed(root: &Path, jobs: usize) -> Result<Duration, String> {
 /// Where the serial tail of indexing on `threads` threads goes, from the
 /// steps `index_fold` takes (each public), timed separately over three
 /// runs (not interleaved; medians): merging what was still waiting when
-/// the last shard was scanned, writing the index and renaming it into
-/// place, recording the shards.
+/// the last shard was scanned, giving the rows their crash ids (over
+/// every stem; `write_file` would do it first, and does not redo it),
+/// writing the index and renaming it into place, recording the shards.
 fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<String, String> {
     let path = binfmt_taridx::fold_index_path(root, "bench");
-    let mut parts = [Vec::new(), Vec::new(), Vec::new()];
+    let mut parts = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..3 {
         let last = Mutex::new(None);
         let options = binfmt_taridx::IndexOptions::new().jobs(Some(threads));
@@ -246,6 +247,8 @@ fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<Stri
         })
         .map_err(|e| e.to_string())?;
         let merged = Instant::now();
+        builder.rows().map_err(|e| e.to_string())?;
+        let resolved = Instant::now();
         builder.write_file(&path).map_err(|e| e.to_string())?;
         let renamed = Instant::now();
         binfmt_taridx::record_shards(&path, shards).map_err(|e| e.to_string())?;
@@ -257,16 +260,19 @@ fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<Stri
             .ok_or("no shard was scanned")?;
         for (part, time) in parts.iter_mut().zip([
             merged.duration_since(last),
-            renamed.duration_since(merged),
+            resolved.duration_since(merged),
+            renamed.duration_since(resolved),
             recorded.duration_since(renamed),
         ]) {
             part.push(time);
         }
     }
-    let [merge, write, record] = parts.map(crate::report::median);
+    let [merge, resolve, write, record] = parts.map(crate::report::median);
     Ok(format!(
-        "merging the last shards {}, writing and renaming the index {}, recording the shards {}",
+        "merging the last shards {}, crash ids {}, writing and renaming the index {}, \
+         recording the shards {}",
         crate::report::show(merge),
+        crate::report::show(resolve),
         crate::report::show(write),
         crate::report::show(record),
     ))
