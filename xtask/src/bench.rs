@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use binfmt_kastore::{ItemType, Store, Writer};
 use binfmt_tests::pseudo_random_bytes;
@@ -30,6 +31,14 @@ pub struct Settings {
     pub scale: bool,
     /// MB of each text corpus of the arcx benchmark.
     pub text_mb: u64,
+    /// The thread count of the many-thread runs next to the one-thread
+    /// ones (`--threads`; all cores by default).
+    pub threads: usize,
+}
+
+/// The number of cores (two when it cannot be told).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// The iTar indexer and binfmt on the same fold, interleaved, next to the
@@ -59,19 +68,13 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
     let reference_out = settings.dir.join("taridx-reference.taridx");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/taridx_bench.py");
     let rows = std::cell::Cell::new(0);
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let index = |jobs: Option<usize>| {
-        let root = &root;
-        side(move || {
-            binfmt_taridx::index_fold(
-                root,
-                "bench",
-                binfmt_taridx::IndexOptions::new().jobs(jobs),
-                || {},
-            )
-            .map_err(|e| e.to_string())
-        })
-    };
+    let threads = settings.threads;
+    // Each run's serial tail: from the last shard scanned to the index
+    // renamed into place and its shards recorded.
+    let (serial_one, serial_many) = (
+        std::cell::RefCell::new(Vec::new()),
+        std::cell::RefCell::new(Vec::new()),
+    );
     let reference: Side<'_> = Box::new(|| {
         let value = run_python(
             python,
@@ -100,10 +103,10 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
     let floor_out = &root.join("floor.taridx");
     let mut sides = vec![
         reference,
-        index(Some(1)),
-        index(None),
+        index_side(&root, 1, &serial_one),
+        index_side(&root, threads, &serial_many),
         side(move || limits::tar_headers(shards_ref, 1, floor_out)),
-        side(move || limits::tar_headers(shards_ref, cores, floor_out)),
+        side(move || limits::tar_headers(shards_ref, threads, floor_out)),
     ];
     let stats = interleave(ROUNDS, &[&root], &mut sides)?;
     drop(sides);
@@ -125,7 +128,7 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
         .compare(
             "taridx",
             "iTar indexer (Python)",
-            operation(&format!("one thread per core ({cores})")),
+            operation(&format!("{threads} threads")),
             &all,
             &theirs,
         )
@@ -135,13 +138,30 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
     if ours != reference_index {
         return Err("the two indexes differ".to_owned());
     }
+    let (serial_one, serial_many) = (
+        Stats::new(serial_one.into_inner()),
+        Stats::new(serial_many.into_inner()),
+    );
+    let phases = taridx_phases(&root, &shards, threads)?;
+    let share = |serial: &Stats| 100.0 * serial.median().as_secs_f64() / one.median().as_secs_f64();
+    report.speedup(
+        "taridx index",
+        threads,
+        (&one, &all),
+        (&limit_one, &limit_all),
+        &format!(
+            "; serial tail (last shard scanned to index renamed, shards recorded) at {threads} threads \
+             {serial_many} = {:.1}% of one-thread time (at 1 thread {serial_one} = {:.1}%); \
+             its parts at {threads} threads: {phases}",
+            share(&serial_many),
+            share(&serial_one),
+        ),
+    );
     report.note(format!(
-        "taridx: both indexers wrote the same {} bytes; {cores} threads index {:.2}x as fast as 1 \
-         (the floor: {:.2}x). Limit: every header read with read() in 1 MiB chunks and its checksum checked, \
-         then 32 bytes a member written to a temporary file renamed over the last one.",
+        "taridx: both indexers wrote the same {} bytes. Limit: every header read with read() in 1 MiB \
+         chunks and its checksum checked, then 32 bytes a member written to a temporary file renamed \
+         over the last one.",
         ours.len(),
-        one.median().as_secs_f64() / all.median().as_secs_f64(),
-        limit_one.median().as_secs_f64() / limit_all.median().as_secs_f64(),
     ));
     let binfmt = crate::measure::binfmt_binary()?;
     let rss = |command: String| crate::measure::peak_rss(&command);
@@ -171,6 +191,93 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
     Ok(())
 }
 
+/// A side indexing the fold `bench` of `root` on `jobs` threads, each
+/// run's serial tail ([`index_timed`]) pushed onto `serial`.
+fn index_side<'a>(
+    root: &'a Path,
+    jobs: usize,
+    serial: &'a std::cell::RefCell<Vec<Duration>>,
+) -> Side<'a> {
+    side(move || {
+        let tail = index_timed(root, jobs)?;
+        serial.borrow_mut().push(tail);
+        Ok(())
+    })
+}
+
+/// Indexes the fold `bench` of `root` on `jobs` threads, as `binfmt taridx
+/// index` does; returns its serial tail: the time from the last shard
+/// scanned (the last call of `index_fold`'s per-shard hook) to its return
+/// (the index renamed into place, the shards recorded beside it), the
+/// work no thread count divides.
+fn index_timed(root: &Path, jobs: usize) -> Result<Duration, String> {
+    let last = Mutex::new(None);
+    let options = binfmt_taridx::IndexOptions::new().jobs(Some(jobs));
+    binfmt_taridx::index_fold(root, "bench", options, || {
+        if let Ok(mut last) = last.lock() {
+            *last = (*last).max(Some(Instant::now()));
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    let end = Instant::now();
+    let last = last
+        .into_inner()
+        .ok()
+        .flatten()
+        .ok_or("no shard was scanned")?;
+    Ok(end.duration_since(last))
+}
+
+/// Where the serial tail of indexing on `threads` threads goes, from the
+/// steps `index_fold` takes (each public), timed separately over three
+/// runs (not interleaved; medians): merging what was still waiting when
+/// the last shard was scanned, giving the rows their crash ids (over
+/// every stem; `write_file` would do it first, and does not redo it),
+/// writing the index and renaming it into place, recording the shards.
+fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<String, String> {
+    let path = binfmt_taridx::fold_index_path(root, "bench");
+    let mut parts = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    for _ in 0..3 {
+        let last = Mutex::new(None);
+        let options = binfmt_taridx::IndexOptions::new().jobs(Some(threads));
+        let mut builder = binfmt_taridx::index_shards(shards, options, || {
+            if let Ok(mut last) = last.lock() {
+                *last = (*last).max(Some(Instant::now()));
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        let merged = Instant::now();
+        builder.rows().map_err(|e| e.to_string())?;
+        let resolved = Instant::now();
+        builder.write_file(&path).map_err(|e| e.to_string())?;
+        let renamed = Instant::now();
+        binfmt_taridx::record_shards(&path, shards).map_err(|e| e.to_string())?;
+        let recorded = Instant::now();
+        let last = last
+            .into_inner()
+            .ok()
+            .flatten()
+            .ok_or("no shard was scanned")?;
+        for (part, time) in parts.iter_mut().zip([
+            merged.duration_since(last),
+            resolved.duration_since(merged),
+            renamed.duration_since(resolved),
+            recorded.duration_since(renamed),
+        ]) {
+            part.push(time);
+        }
+    }
+    let [merge, resolve, write, record] = parts.map(crate::report::median);
+    Ok(format!(
+        "merging the last shards {}, crash ids {}, writing and renaming the index {}, \
+         recording the shards {}",
+        crate::report::show(merge),
+        crate::report::show(resolve),
+        crate::report::show(write),
+        crate::report::show(record),
+    ))
+}
+
 /// Indexing at 1x, 10x and 100x the members (shards written by binfmt's
 /// sample writer, on tmpfs when there is one), with peak memory.
 fn taridx_scaling(settings: &Settings, binfmt: &Path, report: &mut Report) -> Result<(), String> {
@@ -195,8 +302,8 @@ fn taridx_scaling(settings: &Settings, binfmt: &Path, report: &mut Report) -> Re
             3,
             &[&dir],
             &mut [side(|| {
-                binfmt_taridx::index_fold(&dir, "bench", binfmt_taridx::IndexOptions::new(), || {})
-                    .map_err(|e| e.to_string())
+                let options = binfmt_taridx::IndexOptions::new().jobs(Some(settings.threads));
+                binfmt_taridx::index_fold(&dir, "bench", options, || {}).map_err(|e| e.to_string())
             })],
         )?;
         points.push((
@@ -220,8 +327,9 @@ fn taridx_scaling(settings: &Settings, binfmt: &Path, report: &mut Report) -> Re
     report.scaling(Scaling {
         format: "taridx",
         operation: format!(
-            "index {} members x size, one thread per core",
-            TARIDX_SAMPLES * 3
+            "index {} members x size, {} threads",
+            TARIDX_SAMPLES * 3,
+            settings.threads
         ),
         points,
         skipped,

@@ -104,6 +104,8 @@ struct Tools {
     /// The floor of `get` (`xtask/src/bin/arcx_get_floor.rs`).
     get_floor: PathBuf,
     dir: PathBuf,
+    /// Threads of the many-thread pack (`--threads`).
+    threads: usize,
 }
 
 /// What one size of the corpus measured.
@@ -119,6 +121,7 @@ pub fn run(settings: &Settings, arcx: &Path, report: &mut Report) -> Result<(), 
         arcx: arcx.to_owned(),
         get_floor: crate::measure::release_binary("xtask", "arcx_get_floor")?,
         dir: settings.dir.join("arcx"),
+        threads: settings.threads,
     };
     let one = measure(&tools, 1, report, true)?;
     peak_memory(&tools, report)?;
@@ -195,26 +198,37 @@ fn measure(
     );
     let what = format!("{} files, {:.0} MB", files.len(), input as f64 / 1e6);
 
-    // Packing: every tool, and the floor, reading the same warm corpus.
-    let mut sides = vec![
+    // Packing: every tool, and the floor, reading the same warm corpus;
+    // binfmt and the floor on `threads` threads and (at 1x) on one.
+    let threads = tools.threads;
+    let pack = |jobs: usize| {
         shell(format!(
-            "{} arcx pack {} -o {}",
+            "{} arcx pack {} -o {} --jobs {jobs}",
             q(binfmt),
             q(&corpus),
             q(&ours)
-        )),
+        ))
+    };
+    let mut sides = vec![
+        pack(threads),
         shell(format!("{} pack {} {}", q(arcx), q(&corpus), q(&theirs))),
         shell(format!(
             "tar -C {} -cf - . | zstd -3 -T0 -q -f -o {}",
             q(&corpus),
             q(&tarzst)
         )),
-        side(|| limits::pack(&files, &floor, cores())),
+        side(|| limits::pack(&files, &floor, threads)),
     ];
+    if full {
+        sides.push(pack(1));
+        sides.push(side(|| limits::pack(&files, &floor, 1)));
+    }
     let rounds = if factor == 1 { ROUNDS } else { 3 };
-    let [pack_ours, pack_arcx, pack_tar, pack_floor] =
-        four(interleave(rounds, &[&corpus], &mut sides)?)?;
+    let mut stats = interleave(rounds, &[&corpus], &mut sides)?.into_iter();
     drop(sides);
+    let [pack_ours, pack_arcx, pack_tar, pack_floor] = four(stats.by_ref().take(4).collect())?;
+    // binfmt's and the floor's one-thread packs, when run.
+    let pack_one = stats.next().zip(stats.next());
     let _ = fs::remove_file(&floor);
     let sizes = [size(&ours), size(&theirs), size(&tarzst)];
 
@@ -320,7 +334,7 @@ fn measure(
             Box::new(|| {
                 let out = next();
                 let start = Instant::now();
-                limits::extract(&packed, &out, cores())?;
+                limits::extract(&packed, &out, crate::bench::cores())?;
                 Ok(start.elapsed())
             }),
         ];
@@ -365,10 +379,28 @@ fn measure(
         }
     }
 
-    let pack_what = format!("pack {what}");
+    let pack_what = format!("pack {what}, {threads} threads");
     report
         .compare("arcx", "arcx 0.3.0", &pack_what, &pack_ours, &pack_arcx)
         .limit(&pack_ours, &pack_floor);
+    if let Some((ours_one, floor_one)) = &pack_one {
+        report
+            .compare(
+                "arcx",
+                "arcx 0.3.0",
+                format!("pack {what}, 1 thread"),
+                ours_one,
+                &pack_arcx,
+            )
+            .limit(ours_one, floor_one);
+        report.speedup(
+            "arcx pack",
+            threads,
+            (ours_one, &pack_ours),
+            (floor_one, &pack_floor),
+            "",
+        );
+    }
     report
         .compare(
             "arcx",
@@ -397,8 +429,8 @@ fn measure(
         .limit(&get_ours, &get_floor);
     if full {
         report.note(
-            "arcx limits: pack = read, SHA-256 and zstd -3 every file in 1 MiB groups on every core, \
-             frames written; extract = decompress 1 MiB groups, SHA-256 and create every file on every core; \
+            "arcx limits: pack = read, SHA-256 and zstd -3 every file in 1 MiB groups on the threads binfmt has \
+             (--threads, or one), frames written; extract = decompress 1 MiB groups, SHA-256 and create every file on every core; \
              get = a minimal program (std and zstd) that reads the footer and the manifest, decompresses the manifest, \
              reads and decompresses the file's block and writes the file, told where each is (xtask/src/bin/arcx_get_floor.rs).",
         );
@@ -451,10 +483,6 @@ pub fn get_floor_command(
         out.display().to_string(),
     ]
     .into())
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 fn four(stats: Vec<Stats>) -> Result<[Stats; 4], String> {

@@ -5,7 +5,7 @@
 //! | operation | minimal program |
 //! |---|---|
 //! | TARIDX indexing | `read()` of each shard in 1 MiB chunks, every header's checksum summed and checked, payloads skipped by their size; then the index's row table (32 bytes a member) written to a temporary file renamed over the last one, as an indexer must |
-//! | ARCX pack | read each file, SHA-256 it, zstd -3 it in 1 MiB groups, write the frames: over every core |
+//! | ARCX pack | read each file, SHA-256 it, zstd -3 it in 1 MiB groups, write the frames: on binfmt's thread count (`--threads`) and on one |
 //! | ARCX extract | decompress 1 MiB groups (one context per thread), SHA-256 and create each file: over every core |
 //! | ARCX get one file | a process of its own (`src/bin/arcx_get_floor.rs`, std and zstd only): read the footer and the manifest, decompress the manifest, read and decompress the file's block, write the file, told where each is |
 //! | KAST read-all | `read()` of the whole file into fresh memory, then the same byte sum |

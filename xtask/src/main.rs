@@ -8,7 +8,9 @@
 //!   interleaved run by run after warming the page cache, medians with
 //!   their spread, and each operation's machine limit (a minimal program,
 //!   [`limits`]); `--scale` adds each main operation at 10x and 100x its
-//!   size. `bench python` builds the Python package and times
+//!   size; `--threads N` (default: every core) sets the thread count of
+//!   the many-thread runs (TARIDX index, ARCX pack), each printed with its
+//!   1→N speed-up next to the limit's own. `bench python` builds the Python package and times
 //!   `binfmt.kastore` against the `kastore` package and
 //!   `binfmt.taridx.Dataset` against `wids`. `bench ray` builds it too and
 //!   times `binfmt.ray` against Ray Data's WebDataset writer and reader on
@@ -85,6 +87,11 @@ enum Task {
         /// command, the machine and the date.
         #[arg(long)]
         markdown: bool,
+        /// Threads of the many-thread runs (TARIDX index, ARCX pack), each
+        /// next to a one-thread run, with both speed-ups printed: binfmt's
+        /// and its machine limit's (default: every core).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        threads: Option<u16>,
         /// Samples of `bench ray`.
         #[arg(long, default_value_t = 1_000_000)]
         ray_samples: usize,
@@ -147,6 +154,7 @@ fn main() -> ExitCode {
             scale,
             text_mb,
             markdown,
+            threads,
             ray_samples,
         } => bench(
             format,
@@ -155,6 +163,7 @@ fn main() -> ExitCode {
                 python,
                 scale,
                 text_mb,
+                threads: threads.map_or_else(bench::cores, usize::from),
             },
             ray_samples,
             glzn.as_deref(),

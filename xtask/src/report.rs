@@ -182,6 +182,28 @@ impl Report {
         self.tables.push(markdown);
     }
 
+    /// The line of `format`'s 1→`threads` speed-up: binfmt's (its
+    /// one-thread median over its `threads`-thread median) next to the
+    /// machine limit's own, then `more` (empty for nothing). Returns
+    /// binfmt's speed-up.
+    pub fn speedup(
+        &mut self,
+        format: &str,
+        threads: usize,
+        ours: (&Stats, &Stats),
+        limit: (&Stats, &Stats),
+        more: &str,
+    ) -> f64 {
+        let ours = speedup(ours.0, ours.1);
+        let line = format!(
+            "{format}: 1→{threads} threads: binfmt {ours:.2}x, limit {:.2}x{more}",
+            speedup(limit.0, limit.1)
+        );
+        eprintln!("{line}");
+        self.notes.push(line);
+        ours
+    }
+
     /// A line printed under the table.
     pub fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());
@@ -281,6 +303,11 @@ impl Report {
     }
 }
 
+/// How many times faster the median of `many` is than that of `one`.
+pub fn speedup(one: &Stats, many: &Stats) -> f64 {
+    one.median().as_secs_f64() / many.median().as_secs_f64().max(1e-9)
+}
+
 /// The median of some timings (zero for none).
 pub fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -328,5 +355,24 @@ mod tests {
         assert!(ours.contains("| 1.60 **super-linear** | 1.00 |"));
         // No limit to compare with.
         assert!(scaling(None).contains("| - | 1.60 **super-linear** | - |"));
+    }
+
+    #[test]
+    fn speedup_line_shows_both_speedups() {
+        let ms = |ms: u64| Stats::new(vec![Duration::from_millis(ms)]);
+        let mut report = Report::default();
+        let ours = report.speedup(
+            "taridx index",
+            2,
+            (&ms(200), &ms(105)),
+            (&ms(100), &ms(50)),
+            "; more",
+        );
+        assert!((ours - 200.0 / 105.0).abs() < 1e-9);
+        assert!(
+            report
+                .markdown()
+                .contains("taridx index: 1→2 threads: binfmt 1.90x, limit 2.00x; more")
+        );
     }
 }
