@@ -211,21 +211,34 @@ fn index_side<'a>(
 /// (the index renamed into place, the shards recorded beside it), the
 /// work no thread count divides.
 fn index_timed(root: &Path, jobs: usize) -> Result<Duration, String> {
-    let last = Mutex::new(None);
+    let last = LastScan::default();
     let options = binfmt_taridx::IndexOptions::new().jobs(Some(jobs));
-    binfmt_taridx::index_fold(root, "bench", options, || {
-        if let Ok(mut last) = last.lock() {
+    binfmt_taridx::index_fold(root, "bench", options, || last.now()).map_err(|e| e.to_string())?;
+    let end = Instant::now();
+    Ok(end.duration_since(last.take()?))
+}
+
+/// When the indexer's per-shard hook was last called: the last shard
+/// scanned.
+#[derive(Default)]
+struct LastScan(Mutex<Option<Instant>>);
+
+impl LastScan {
+    /// The hook: notes the time.
+    fn now(&self) {
+        if let Ok(mut last) = self.0.lock() {
             *last = (*last).max(Some(Instant::now()));
         }
-    })
-    .map_err(|e| e.to_string())?;
-    let end = Instant::now();
-    let last = last
-        .into_inner()
-        .ok()
-        .flatten()
-        .ok_or("no shard was scanned")?;
-    Ok(end.duration_since(last))
+    }
+
+    /// The last time noted.
+    fn take(self) -> Result<Instant, String> {
+        self.0
+            .into_inner()
+            .ok()
+            .flatten()
+            .ok_or_else(|| "no shard was scanned".to_owned())
+    }
 }
 
 /// Where the serial tail of indexing on `threads` threads goes, from the
@@ -238,14 +251,10 @@ fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<Stri
     let path = binfmt_taridx::fold_index_path(root, "bench");
     let mut parts = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..3 {
-        let last = Mutex::new(None);
+        let last = LastScan::default();
         let options = binfmt_taridx::IndexOptions::new().jobs(Some(threads));
-        let mut builder = binfmt_taridx::index_shards(shards, options, || {
-            if let Ok(mut last) = last.lock() {
-                *last = (*last).max(Some(Instant::now()));
-            }
-        })
-        .map_err(|e| e.to_string())?;
+        let mut builder = binfmt_taridx::index_shards(shards, options, || last.now())
+            .map_err(|e| e.to_string())?;
         let merged = Instant::now();
         builder.rows().map_err(|e| e.to_string())?;
         let resolved = Instant::now();
@@ -253,11 +262,7 @@ fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<Stri
         let renamed = Instant::now();
         binfmt_taridx::record_shards(&path, shards).map_err(|e| e.to_string())?;
         let recorded = Instant::now();
-        let last = last
-            .into_inner()
-            .ok()
-            .flatten()
-            .ok_or("no shard was scanned")?;
+        let last = last.take()?;
         for (part, time) in parts.iter_mut().zip([
             merged.duration_since(last),
             resolved.duration_since(merged),

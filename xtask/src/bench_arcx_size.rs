@@ -346,6 +346,27 @@ fn training_samples(files: &[(PathBuf, PathBuf)]) -> Result<Vec<Vec<u8>>, String
         .collect()
 }
 
+/// The first chunk of the file `small` of `opened`, and the block that
+/// holds it.
+fn small_block<'a>(
+    opened: &'a binfmt_arcx::Archive,
+    small: &str,
+) -> Result<
+    (
+        binfmt_arcx::manifest::ChunkRecord,
+        &'a binfmt_arcx::manifest::BlockRecord,
+    ),
+    String,
+> {
+    let file = opened.find(small).ok_or("the small file is missing")?;
+    let chunk = file.chunks().next().ok_or("the small file has no chunk")?;
+    let block = opened
+        .manifest()
+        .block(chunk.block)
+        .ok_or("the small file's block is missing")?;
+    Ok((chunk, block))
+}
+
 /// The time `get` would save if it decoded the small file's block only up
 /// to the file's end (zstd streams: nothing after it is needed), and where
 /// the file ends in its block (0 to 1); timed in-process, medians of 21.
@@ -354,12 +375,7 @@ fn prefix_saving(archive: &Path, small: &str) -> Result<(Duration, f64), String>
     let text = |e: std::io::Error| e.to_string();
     let opened = binfmt_arcx::Archive::open(archive).map_err(|e| e.to_string())?;
     let raw = fs::read(archive).map_err(text)?;
-    let file = opened.find(small).ok_or("the small file is missing")?;
-    let chunk = file.chunks().next().ok_or("the small file has no chunk")?;
-    let block = opened
-        .manifest()
-        .block(chunk.block)
-        .ok_or("the small file's block is missing")?;
+    let (chunk, block) = small_block(&opened, small)?;
     let from = usize::try_from(block.offset + 4).unwrap_or(usize::MAX);
     let stored = raw
         .get(from..from.saturating_add(block.stored_size as usize))
@@ -413,12 +429,7 @@ fn with_dictionary(
     let size = opened.size() - before + after + dictionary.len() as u64;
 
     // The small file's block, decoded without and with the dictionary.
-    let file = opened.find(small).ok_or("the small file is missing")?;
-    let chunk = file.chunks().next().ok_or("the small file has no chunk")?;
-    let block = opened
-        .manifest()
-        .block(chunk.block)
-        .ok_or("the small file's block is missing")?;
+    let (_, block) = small_block(&opened, small)?;
     let bytes = stored(block)?;
     let plain = zstd::bulk::decompress(bytes, block.size as usize).map_err(text)?;
     let with = compressor.compress(&plain).map_err(text)?;
