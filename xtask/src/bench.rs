@@ -244,41 +244,39 @@ impl LastScan {
 /// Where the serial tail of indexing on `threads` threads goes, from the
 /// steps `index_fold` takes (each public), timed separately over three
 /// runs (not interleaved; medians): merging what was still waiting when
-/// the last shard was scanned, giving the rows their crash ids (over
-/// every stem; `write_file` would do it first, and does not redo it),
-/// writing the index and renaming it into place, recording the shards.
+/// the last shard was scanned and writing its rows, then finishing the
+/// file (crash ids over every stem, the header and blocks, the rows not
+/// yet written, the rename), then recording the shards.
 fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<String, String> {
     let path = binfmt_taridx::fold_index_path(root, "bench");
-    let mut parts = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut parts = [Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..3 {
         let last = LastScan::default();
         let options = binfmt_taridx::IndexOptions::new().jobs(Some(threads));
-        let mut builder = binfmt_taridx::index_shards(shards, options, || last.now())
-            .map_err(|e| e.to_string())?;
+        let mut file = binfmt_taridx::IndexFile::create(&path).map_err(|e| e.to_string())?;
+        let mut builder =
+            binfmt_taridx::index_shards_into(shards, options, || last.now(), &mut file)
+                .map_err(|e| e.to_string())?;
         let merged = Instant::now();
-        builder.rows().map_err(|e| e.to_string())?;
-        let resolved = Instant::now();
-        builder.write_file(&path).map_err(|e| e.to_string())?;
+        file.finish(&mut builder).map_err(|e| e.to_string())?;
         let renamed = Instant::now();
         binfmt_taridx::record_shards(&path, shards).map_err(|e| e.to_string())?;
         let recorded = Instant::now();
         let last = last.take()?;
         for (part, time) in parts.iter_mut().zip([
             merged.duration_since(last),
-            resolved.duration_since(merged),
-            renamed.duration_since(resolved),
+            renamed.duration_since(merged),
             recorded.duration_since(renamed),
         ]) {
             part.push(time);
         }
     }
-    let [merge, resolve, write, record] = parts.map(crate::report::median);
+    let [merge, finish, record] = parts.map(crate::report::median);
     Ok(format!(
-        "merging the last shards {}, crash ids {}, writing and renaming the index {}, \
+        "merging the last shards and writing their rows {}, crash ids, header and rename {}, \
          recording the shards {}",
         crate::report::show(merge),
-        crate::report::show(resolve),
-        crate::report::show(write),
+        crate::report::show(finish),
         crate::report::show(record),
     ))
 }

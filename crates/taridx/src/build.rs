@@ -16,6 +16,13 @@
 //!   stem with that hash gets the next crash id;
 //! - `n_stems` counts distinct stems; flag bit 0 is set when the rows form
 //!   one run per `(keyhash, crashid)`.
+//!
+//! The work left once the last shard is scanned is kept small, since no
+//! thread count shortens it: the merging thread writes each merged shard's
+//! rows into the index file at once ([`IndexFile`]) and merges the shards'
+//! stems sorted by hash as they come (`stems`), so the end merges the last
+//! shard, gives crash ids in one pass over what is sorted, and writes the
+//! header (contiguity counted from the stems' runs, not the rows).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -33,9 +40,9 @@ use crate::format::{
     FLAG_CONTIGUOUS, FLAG_WEBDATASET_KEYS, HEADER_SIZE, Header, MAGIC, ROW_SIZE, Row,
     VERSION_MAJOR, VERSION_MINOR, VERSION_MINOR_WEBDATASET_KEYS,
 };
-use crate::index::rows_contiguous;
 use crate::keys::{KeyAndExtension, KeyRule, keyhash, lowercase};
 use crate::tar::{self, Member};
+use stems::Stems;
 
 /// A member with its name split and its stem hashed: the per-member work
 /// that does not depend on other members.
@@ -86,10 +93,6 @@ impl Rows {
     fn append(&mut self, piece: Vec<Row>) {
         self.len += piece.len();
         self.pieces.push(piece);
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &Row> {
-        self.pieces.iter().flatten()
     }
 
     /// Rows `start..end` (clamped to the rows there are), piece by piece.
@@ -232,177 +235,6 @@ fn check_extension(extension: &str, name: impl FnOnce() -> String) -> Result<()>
     Ok(())
 }
 
-/// A run of consecutive rows with one stem.
-#[derive(Debug, Clone, Copy)]
-struct StemRun {
-    /// The stem's hash.
-    key: u64,
-    /// The run's first row.
-    first_row: u64,
-    /// Where the run's stem ends in [`Stems::text`] (it starts where the
-    /// previous run's ends).
-    stem_end: u64,
-}
-
-/// The stems of a sequence of rows, one per run of rows with one stem:
-/// 24 bytes per run plus the stem's text, far less than a map of stems
-/// (a hash table of 1 million stems took 48 MB, 72 MB while it grew).
-#[derive(Debug, Default)]
-struct Stems {
-    runs: Vec<StemRun>,
-    text: String,
-    /// `(hash, run)` of the first runs, in sorted segments (one per scanned
-    /// shard, sorted by the thread that scanned it), so that giving crash
-    /// ids only merges them.
-    by_hash: Vec<(u64, u64)>,
-}
-
-impl Stems {
-    /// Notes that row `row` has stem `stem` (hashed to `key`): a new run
-    /// unless the last run has that stem.
-    fn note(&mut self, key: u64, stem: &str, row: u64) {
-        let same_as_last = self
-            .runs
-            .last()
-            .is_some_and(|last| last.key == key && self.stem(self.runs.len() - 1) == stem);
-        if !same_as_last {
-            self.text.push_str(stem);
-            self.runs.push(StemRun {
-                key,
-                first_row: row,
-                stem_end: self.text.len() as u64,
-            });
-        }
-    }
-
-    /// The stem of run `run`.
-    fn stem(&self, run: usize) -> &str {
-        let start = run
-            .checked_sub(1)
-            .and_then(|previous| self.runs.get(previous))
-            .map_or(0, |previous| previous.stem_end as usize);
-        let end = self
-            .runs
-            .get(run)
-            .map_or(start, |run| run.stem_end as usize);
-        self.text.get(start..end).unwrap_or_default()
-    }
-
-    /// Sorts every run by hash, into [`Self::by_hash`].
-    fn sort_by_hash(&mut self) -> Result<()> {
-        let covered = self.by_hash.len();
-        binfmt_core::alloc::reserve(
-            &mut self.by_hash,
-            self.runs.len().saturating_sub(covered),
-            "taridx stem order",
-        )?;
-        let rest = self.runs.get(covered..).unwrap_or_default();
-        self.by_hash
-            .extend((covered as u64..).zip(rest).map(|(run, r)| (r.key, run)));
-        // Stable: it merges the sorted segments it finds instead of
-        // sorting again (pairs are distinct, so any sort gives this order).
-        self.by_hash.sort();
-        Ok(())
-    }
-
-    /// Appends `other`, whose rows start at row `first_row`.
-    fn append(&mut self, other: &Self, first_row: u64) {
-        let base_run = self.runs.len() as u64;
-        if self.by_hash.len() as u64 == base_run && other.by_hash.len() == other.runs.len() {
-            self.by_hash.extend(
-                other
-                    .by_hash
-                    .iter()
-                    .map(|&(key, run)| (key, run + base_run)),
-            );
-        }
-        let base = self.text.len() as u64;
-        self.text.push_str(&other.text);
-        self.runs.extend(other.runs.iter().map(|run| StemRun {
-            key: run.key,
-            first_row: run.first_row + first_row,
-            stem_end: run.stem_end + base,
-        }));
-    }
-
-    /// Gives every row its crash id: the first stem seen with a hash is
-    /// canonical (0); each other stem with that hash gets the next id in
-    /// the order the stems were first seen. Returns the number of distinct
-    /// stems and the crash stems in id order. Work: a merge of the runs
-    /// sorted by hash (16 bytes per run), then linear.
-    fn crash_ids(&mut self, rows: &mut Rows) -> Result<(u64, Vec<String>)> {
-        self.sort_by_hash()?;
-        let order = &self.by_hash;
-        let mut distinct = 0u64;
-        // (the run where a crash stem first shows, a run with that stem)
-        let mut crashing: Vec<(u64, u64)> = Vec::new();
-        for group in order.chunk_by(|a, b| a.0 == b.0) {
-            distinct += 1;
-            let Some((&(_, canonical_run), rest)) = group.split_first() else {
-                continue;
-            };
-            if rest.is_empty() {
-                // One run under this hash (the common case): nothing to
-                // compare, so its stem is not looked up.
-                continue;
-            }
-            let canonical = self.stem(canonical_run as usize);
-            // Built only when a second stem shows under one hash (rare).
-            let mut first_seen: HashMap<&str, u64> = HashMap::new();
-            for &(_, run) in rest {
-                let stem = self.stem(run as usize);
-                if stem == canonical {
-                    continue;
-                }
-                let first = *first_seen.entry(stem).or_insert_with(|| {
-                    distinct += 1;
-                    run
-                });
-                crashing.push((first, run));
-            }
-        }
-        crashing.sort_unstable();
-        let mut crash_stems = Vec::new();
-        let mut current: Option<(u64, u32)> = None;
-        for (first, run) in crashing {
-            let id = match current {
-                Some((stem_run, id)) if stem_run == first => id,
-                _ => {
-                    let id = u32::try_from(crash_stems.len() + 1).map_err(|_| {
-                        binfmt_core::Error::LimitExceeded {
-                            what: "taridx crash stems (crashid is 32 bits)".into(),
-                            value: crash_stems.len() as u64 + 1,
-                            limit: u32::MAX.into(),
-                        }
-                    })?;
-                    let stem = self.stem(first as usize);
-                    if stem.contains('\n') {
-                        return Err(TaridxError::BadName {
-                            name: stem.to_owned(),
-                            why: "this stem shares its hash with another, and the index's crash-stem block (one stem per line) cannot hold a newline",
-                        });
-                    }
-                    crash_stems.push(stem.to_owned());
-                    current = Some((first, id));
-                    id
-                }
-            };
-            let start = self
-                .runs
-                .get(run as usize)
-                .map_or(0, |r| r.first_row as usize);
-            let end = self
-                .runs
-                .get(run as usize + 1)
-                .map_or(rows.len(), |next| next.first_row as usize);
-            for row in rows.range_mut(start, end) {
-                row.crashid = U32::new(id);
-            }
-        }
-        Ok((distinct, crash_stems))
-    }
-}
-
 /// The state of an index being built, member by member.
 ///
 /// Every distinct stem is either the canonical stem of its hash or has a
@@ -468,7 +300,16 @@ impl IndexBuilder {
         if self.resolved_rows == table.rows.len() {
             return Ok(());
         }
-        let (n_stems, crash_stems) = table.stems.crash_ids(&mut table.rows)?;
+        let stems::CrashIds {
+            distinct: n_stems,
+            crash_stems,
+            crash_rows,
+        } = table.stems.crash_ids(table.rows.len())?;
+        for (rows, id) in crash_rows {
+            for row in table.rows.range_mut(rows.start, rows.end) {
+                row.crashid = U32::new(id);
+            }
+        }
         self.n_stems = n_stems;
         self.crash_stems = crash_stems;
         self.resolved_rows = table.rows.len();
@@ -501,7 +342,10 @@ impl IndexBuilder {
         let n_stems = self.n_stems;
         let off_crash = u64::from(HEADER_SIZE) + extension_block.len() as u64;
         let off_arr = off_crash + crash_block.len() as u64;
-        let contiguous = rows_contiguous(self.table.rows.iter(), n_stems);
+        // Rows of one stem share (keyhash, crashid) and different stems
+        // differ in one of them, so the rows' runs are the stems' runs.
+        let row_runs = self.table.stems.runs.len() as u64 - self.table.stems.continued;
+        let contiguous = self.table.rows.len() < 2 || row_runs == n_stems;
         let webdataset = self.rule == KeyRule::WebDataset;
         let mut flags = if contiguous { FLAG_CONTIGUOUS } else { 0 };
         if webdataset {
@@ -542,6 +386,23 @@ impl IndexBuilder {
         parts.write(&mut file).with_path(path)?;
         file.commit()?;
         Ok(())
+    }
+}
+
+impl IndexFile {
+    /// Gives the rows of `builder` (the one [`index_shards_into`] returned
+    /// for this file) their crash ids, writes what is left (everything, if
+    /// the rows' place moved or a row's crash id is not 0) and renames the
+    /// file into place.
+    pub fn finish(self, builder: &mut IndexBuilder) -> Result<()> {
+        let parts = builder.parts()?;
+        let head = [
+            parts.header.as_bytes(),
+            parts.extension_block.as_bytes(),
+            parts.crash_block.as_bytes(),
+        ];
+        let crash_free = parts.header.n_crash.get() == 0;
+        self.finish_with(head, parts.header.off_arr.get(), crash_free, parts.rows)
     }
 }
 
@@ -650,6 +511,52 @@ pub fn index_shards(
     options: IndexOptions,
     on_shard_done: impl Fn() + Sync,
 ) -> Result<IndexBuilder> {
+    index_shards_then(shards, options, on_shard_done, |_| Ok(()))
+}
+
+/// Indexes `shards` as [`index_shards`] does, writing each merged shard's
+/// rows into `file` while the later shards are still being scanned; then
+/// [`IndexFile::finish`] writes the rest. The bytes are those of
+/// [`IndexBuilder::write_file`]; the work left once the last shard is
+/// scanned is the last shards' rows, the header and a rename.
+///
+/// # Examples
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let shard = dir.path().join("s-000000.tar");
+/// # let mut tar = binfmt_taridx::TarWriter::new(std::fs::File::create(&shard)?);
+/// # tar.append_bytes("s/000001.jpg", b"jpeg")?;
+/// # tar.finish()?;
+/// use binfmt_taridx::{IndexFile, IndexOptions, index_shards_into};
+///
+/// let path = dir.path().join("s.taridx");
+/// let mut file = IndexFile::create(&path)?;
+/// let mut builder = index_shards_into(&[shard], IndexOptions::new(), || {}, &mut file)?;
+/// file.finish(&mut builder)?;
+/// assert_eq!(binfmt_taridx::Index::open(&path)?.num_rows(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn index_shards_into(
+    shards: &[PathBuf],
+    options: IndexOptions,
+    on_shard_done: impl Fn() + Sync,
+    file: &mut IndexFile,
+) -> Result<IndexBuilder> {
+    index_shards_then(shards, options, on_shard_done, |builder| {
+        let table = &builder.table;
+        file.rows_merged(&table.extensions.names, &table.rows.pieces)
+    })
+}
+
+/// [`index_shards`], calling `merged` on the merging thread after each
+/// shard is merged.
+fn index_shards_then(
+    shards: &[PathBuf],
+    options: IndexOptions,
+    on_shard_done: impl Fn() + Sync,
+    mut merged_one: impl FnMut(&IndexBuilder) -> Result<()>,
+) -> Result<IndexBuilder> {
     if shards.len() > usize::from(u16::MAX) + 1 {
         return Err(TaridxError::TooManyShards {
             count: shards.len(),
@@ -675,6 +582,7 @@ pub fn index_shards(
         // One thread: each shard scanned, then merged, in turn.
         for fid in 0..count {
             builder.table.append(scan_one(fid)?)?;
+            merged_one(&builder)?;
         }
         return Ok(builder);
     }
@@ -712,6 +620,7 @@ pub fn index_shards(
                 match waiting.remove(&merged) {
                     Some(scanned) => {
                         builder.table.append(scanned?)?;
+                        merged_one(&builder)?;
                         merged += 1;
                     }
                     None => match receiver.recv() {
@@ -763,7 +672,9 @@ pub fn write_index(
     let output = output.as_ref();
     crate::shards::check_not_input(output, shards)?;
     crate::shards::check_not_input(crate::shard_list_path(output), shards)?;
-    index_shards(shards, options, on_shard_done)?.write_file(output)?;
+    let mut file = IndexFile::create(output)?;
+    let mut builder = index_shards_into(shards, options, on_shard_done, &mut file)?;
+    file.finish(&mut builder)?;
     crate::shard_list::record_shards(output, shards)
 }
 
@@ -780,11 +691,16 @@ pub fn index_fold(
     let path = fold_index_path(root, fold);
     crate::shards::check_not_input(&path, &shards)?;
     crate::shards::check_not_input(crate::shard_list_path(&path), &shards)?;
-    let mut builder = index_shards(&shards, options, on_shard_done)?;
-    builder.write_file(&path)?;
+    let mut file = IndexFile::create(&path)?;
+    let mut builder = index_shards_into(&shards, options, on_shard_done, &mut file)?;
+    file.finish(&mut builder)?;
     crate::shard_list::record_shards(&path, &shards)?;
     Ok(path)
 }
 
+mod stems;
+mod stream;
 #[cfg(test)]
 mod tests;
+
+pub use stream::IndexFile;

@@ -65,7 +65,10 @@ mod tar_problem;
 mod tar_writer;
 mod window;
 
-pub use build::{IndexBuilder, IndexOptions, IndexWriter, index_fold, index_shards, write_index};
+pub use build::{
+    IndexBuilder, IndexFile, IndexOptions, IndexWriter, index_fold, index_shards,
+    index_shards_into, write_index,
+};
 pub use dataset::{Dataset, DatasetOptions};
 pub use error::{Result, RowProblem, TaridxError};
 pub use fold_names::{

@@ -155,3 +155,85 @@ fn colliding_stems_get_crash_ids_in_first_seen_order() {
     assert_eq!(index.n_stems(), 3);
     index.verify(None).unwrap();
 }
+
+/// Streams `shards` into an [`IndexFile`] merge by merge, as
+/// `index_shards_into` does, and returns the file's bytes next to those
+/// of the same rows written at once.
+fn streamed_and_whole(shards: &[&[(&str, &str, u64)]]) -> (Vec<u8>, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("streamed.taridx");
+    let mut file = IndexFile::create(&path).unwrap();
+    let mut merged = IndexBuilder::new(KeyRule::Glzn);
+    let mut whole = IndexBuilder::new(KeyRule::Glzn);
+    for (fid, members) in (0u16..).zip(shards) {
+        let mut table = RowTable::default();
+        for (i, &(stem, extension, key)) in (0u64..).zip(members.iter()) {
+            table
+                .push(fid, i * 1024, 1, stem, extension, key, String::new)
+                .unwrap();
+            whole
+                .table
+                .push(fid, i * 1024, 1, stem, extension, key, String::new)
+                .unwrap();
+        }
+        table.stems.sort_by_hash().unwrap();
+        merged.table.append(table).unwrap();
+        file.rows_merged(&merged.table.extensions.names, &merged.table.rows.pieces)
+            .unwrap();
+    }
+    file.finish(&mut merged).unwrap();
+    (std::fs::read(&path).unwrap(), whole.to_bytes().unwrap())
+}
+
+#[test]
+fn streamed_rows_in_place_give_the_same_bytes() {
+    // No new extension after the first shard, no shared hash.
+    let shards: [&[(&str, &str, u64)]; 3] = [
+        &[("a", "jpg", 1), ("a", "json", 1), ("b", "jpg", 2)],
+        &[("b", "json", 2), ("c", "jpg", 3)],
+        &[("c", "json", 3), ("d", "jpg", 4), ("d", "json", 4)],
+    ];
+    let (streamed, whole) = streamed_and_whole(&shards);
+    assert!(streamed == whole);
+    let index = crate::Index::new(streamed).unwrap();
+    assert_eq!(index.num_rows(), 8);
+    index.verify(None).unwrap();
+}
+
+#[test]
+fn streamed_rows_moved_by_a_new_extension_or_crash_stem_give_the_same_bytes() {
+    // New extensions in later shards and crash stems: every row moves.
+    let (streamed, whole) = streamed_and_whole(&SHARDS);
+    assert!(streamed == whole);
+    assert_eq!(
+        crate::Index::new(streamed).unwrap().crash_stems().count(),
+        3
+    );
+    // Crash stems alone, every extension known from the first shard.
+    let shards: [&[(&str, &str, u64)]; 2] = [
+        &[("first", "jpg", 42), ("first", "txt", 42)],
+        &[("second", "jpg", 42), ("second", "txt", 42)],
+    ];
+    let (streamed, whole) = streamed_and_whole(&shards);
+    assert!(streamed == whole);
+    // The crash stem is "": its block is empty, its rows' crash id is not.
+    let shards: [&[(&str, &str, u64)]; 2] = [
+        &[("first", "jpg", 42), ("first", "txt", 42)],
+        &[("", "jpg", 42), ("", "txt", 42)],
+    ];
+    let (streamed, whole) = streamed_and_whole(&shards);
+    assert!(streamed == whole);
+}
+
+#[test]
+fn an_index_file_dropped_before_finish_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dropped.taridx");
+    let mut file = IndexFile::create(&path).unwrap();
+    let mut builder = IndexBuilder::new(KeyRule::Glzn);
+    builder.add(0, member("a.jpg", 0)).unwrap();
+    file.rows_merged(&builder.table.extensions.names, &builder.table.rows.pieces)
+        .unwrap();
+    drop(file);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
