@@ -61,4 +61,4 @@ pub use manifest::{Attributes, FileEntry, FileKind, Manifest, PathRef};
 pub use merge::{MergeOptions, MergePart, Merger, merge};
 pub use reader::{Archive, FileReader, OneFile, VerifySummary};
 pub use walk::{PackProgress, pack_dir, pack_dir_into};
-pub use writer::{PackOptions, PackSummary, Packer, Skipped};
+pub use writer::{DEFAULT_BLOCK_SIZE, PackOptions, PackSummary, Packer, Skipped};

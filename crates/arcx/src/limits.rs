@@ -18,7 +18,7 @@ pub struct Limits {
     pub max_block_size: u64,
     /// The largest block that several chunks share, and the largest block
     /// decoded whole rather than streamed (default 16 MiB). Writers share
-    /// blocks of 256 KiB (this crate) or about 1 MiB (`arcx` 0.3.0).
+    /// blocks of about 1 MiB (this crate's default and `arcx` 0.3.0's).
     pub max_shared_block: u64,
 }
 

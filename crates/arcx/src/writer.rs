@@ -4,7 +4,7 @@
 //! the manifest's offset) and takes files one at a time as readers, in
 //! pieces of at most one chunk, so memory stays bounded by a batch of
 //! blocks whatever the file sizes. Files smaller than the block size
-//! (256 KiB) share blocks, in order, up to that size; larger files are cut
+//! (1 MiB) share blocks, in order, up to that size; larger files are cut
 //! into chunks of the chunk size (1 MiB), one block each. Blocks are
 //! compressed in parallel a batch at a time and written in order, so the
 //! archive is the same for any thread count. A block that does not shrink
@@ -48,7 +48,8 @@ pub struct PackOptions {
     /// zstd level for blocks (default 3).
     pub level: i32,
     /// Files smaller than this share blocks of up to this size (default
-    /// 256 KiB; at most 16 MiB, the largest shared block readers accept).
+    /// [`DEFAULT_BLOCK_SIZE`], 1 MiB; at most 16 MiB, the largest shared
+    /// block readers accept).
     pub block_size: usize,
     /// Larger files are cut into chunks of this size, one block each
     /// (default 1 MiB; never below `block_size`).
@@ -62,7 +63,7 @@ impl Default for PackOptions {
         Self {
             dialect: Dialect::Spec,
             level: 3,
-            block_size: 256 << 10,
+            block_size: DEFAULT_BLOCK_SIZE,
             chunk_size: 1 << 20,
             jobs: None,
         }
@@ -100,6 +101,13 @@ impl PackOptions {
         self
     }
 }
+
+/// The default shared block size: 1 MiB, as `arcx` 0.3.0's own blocks.
+/// Each block's zstd frame starts with no context, so small blocks cost
+/// size on text (256 KiB: +10-12% over `tar | zstd -3` of the same tree;
+/// 1 MiB: +1.7-2.9%), while `get` of a small file decodes its block
+/// (docs/benchmarks.md, the `arcx-text` table).
+pub const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
 
 /// The largest shared block a packer writes: what readers accept by default.
 const MAX_SHARED_BLOCK: usize = 16 << 20;

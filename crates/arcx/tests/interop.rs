@@ -20,7 +20,8 @@ use binfmt_tests::interop::arcx;
 use binfmt_tests::pseudo_random_bytes;
 
 /// A tree with tiny files, a compressible file of several MiB, an
-/// incompressible one over 1 MiB, an empty file, and unicode names.
+/// incompressible one over 1 MiB, two under 1 MiB that share a block with
+/// others, an empty file, and unicode names.
 fn make_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut files: Vec<(String, Vec<u8>)> = vec![
         ("empty.txt".into(), Vec::new()),
@@ -37,6 +38,9 @@ fn make_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             b"id,name,value\n1,alpha,0.5\n".repeat(200_000),
         ),
         ("data/noise.bin".into(), pseudo_random_bytes(7, 2_500_000)),
+        // Under the 1 MiB block size: shares a block with its neighbours.
+        ("data/mid.bin".into(), pseudo_random_bytes(8, 700_000)),
+        ("data/mid.txt".into(), b"a mid-sized line\n".repeat(40_000)),
     ];
     files.extend((0..300).map(|i| {
         (

@@ -90,7 +90,7 @@ class Archive:
         plan its work (one task per group of blocks) without reading data.
 
         In archives this project writes (``pack``, :class:`Writer`,
-        :func:`merge`), an entry smaller than the block size (256 KiB) lies
+        :func:`merge`), an entry smaller than the block size (1 MiB) lies
         in that one block, which it shares with other small entries, and
         the shared blocks of small entries never go back along the entries
         (each is decoded once when entries are read in order); a larger

@@ -51,7 +51,7 @@ pub struct PackArgs {
     level: i32,
     /// Files smaller than this share blocks of up to this many bytes (at
     /// most 16 MiB, the largest shared block readers accept).
-    #[arg(long, default_value_t = 256 * 1024, value_parser = clap::value_parser!(u64).range(1024..=(16 << 20)))]
+    #[arg(long, default_value_t = binfmt_arcx::DEFAULT_BLOCK_SIZE as u64, value_parser = clap::value_parser!(u64).range(1024..=(16 << 20)))]
     block_size: u64,
     /// Larger files are cut into chunks of this many bytes, one block each
     /// (at least the block size).
@@ -89,7 +89,7 @@ fn pack(args: &PackArgs) -> CommandResult {
     let options = PackOptions::default()
         .dialect(args.dialect.into())
         .level(args.level)
-        .block_size(usize::try_from(args.block_size).unwrap_or(256 << 10))
+        .block_size(usize::try_from(args.block_size).unwrap_or(binfmt_arcx::DEFAULT_BLOCK_SIZE))
         .chunk_size(usize::try_from(args.chunk_size).unwrap_or(1 << 20))
         .jobs(args.jobs);
     let bar = output::progress(output::Steps::Bytes, "packing");
