@@ -69,7 +69,9 @@ pub use error::{RemoteError, Result};
 pub use location::is_remote;
 pub use options::{FirstRead, RemoteOptions, Stats, Tally, Warning};
 pub use source::{Listed, RemoteSource, list_prefix};
-pub use upload::{MIN_PART_SIZE, RemoteDir, Upload, UploadOptions, abort_uploads, identity};
+pub use upload::{
+    MIN_PART_SIZE, RemoteDir, Upload, UploadOptions, abort_uploads, before_first_output, identity,
+};
 
 /// Entry points for the fuzz targets of `fuzz/` (`remote_url`,
 /// `remote_cache`): not part of the API, and may change at any time.

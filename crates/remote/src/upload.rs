@@ -109,6 +109,20 @@ struct InProgress {
     id: String,
 }
 
+/// What [`before_first_output`] set: run once, when the first
+/// [`RemoteDir`] opens.
+static ON_FIRST_OUTPUT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+static FIRST_OUTPUT: std::sync::Once = std::sync::Once::new();
+
+/// Sets `hook` to run once, when this process first opens a [`RemoteDir`]
+/// (before any request): a program that aborts its uploads on a signal
+/// ([`abort_uploads`]) installs its handler there, so that commands that
+/// write nothing to S3 do not start a signal thread. Returns false (and
+/// sets nothing) if a hook was already set.
+pub fn before_first_output(hook: fn()) -> bool {
+    ON_FIRST_OUTPUT.set(hook).is_ok()
+}
+
 /// Set by [`abort_uploads`]: no upload starts, completes or is put whole
 /// from then on.
 static STOPPING: AtomicBool = AtomicBool::new(false);
@@ -651,6 +665,11 @@ impl RemoteDir {
         inputs: Arc<Inputs>,
         upload: UploadOptions,
     ) -> Result<Self> {
+        FIRST_OUTPUT.call_once(|| {
+            if let Some(hook) = ON_FIRST_OUTPUT.get() {
+                hook();
+            }
+        });
         let root = Location::parse(&format!("{}/", url.trim_end_matches('/')))?;
         if root.scheme != Scheme::S3 {
             return Err(RemoteError::Unsupported {
