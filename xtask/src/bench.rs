@@ -193,7 +193,7 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
 
 /// A side indexing the fold `bench` of `root` on `jobs` threads, each
 /// run's serial tail ([`index_timed`]) pushed onto `serial`.
-fn index_side<'a>(
+pub(crate) fn index_side<'a>(
     root: &'a Path,
     jobs: usize,
     serial: &'a std::cell::RefCell<Vec<Duration>>,
@@ -343,8 +343,14 @@ fn taridx_scaling(settings: &Settings, binfmt: &Path, report: &mut Report) -> Re
 /// A fold `bench` of `samples` samples (jpg of 1000 bytes, json, cls) in
 /// [`TARIDX_SHARDS`] shards, as the Python writer makes them.
 fn write_bench_fold(dir: &Path, samples: usize) -> Result<(), String> {
+    write_bench_fold_of(dir, samples, TARIDX_SHARDS)
+}
+
+/// Writes fold `bench` of `samples` samples (a 1000-byte jpg, a json and a
+/// cls each) in `shards` shards under `dir`, with binfmt's sample writer.
+pub(crate) fn write_bench_fold_of(dir: &Path, samples: usize, shards: usize) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(dir);
-    let per_shard = samples.div_ceil(TARIDX_SHARDS) as u64;
+    let per_shard = samples.div_ceil(shards.max(1)) as u64;
     let options = binfmt_taridx::SampleWriterOptions::new().max_samples(per_shard);
     let mut writer =
         binfmt_taridx::SampleWriter::create(dir, "bench", options).map_err(|e| e.to_string())?;

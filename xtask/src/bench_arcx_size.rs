@@ -35,6 +35,12 @@ const LEVELS: [i32; 4] = [3, 4, 6, 9];
 /// Shared block sizes of the table.
 const BLOCKS: [usize; 4] = [256 << 10, 1 << 20, 4 << 20, 16 << 20];
 
+/// The layout `binfmt arcx pack` writes by default.
+const DEFAULT: Layout = Layout {
+    block: binfmt_arcx::DEFAULT_BLOCK_SIZE,
+    level: 3,
+};
+
 /// One archive layout: shared block size and level.
 #[derive(Debug, Clone, Copy)]
 struct Layout {
@@ -83,8 +89,9 @@ pub fn run(
         "arcx size/get trade-off on the text corpora ({} MB each; `--text-mb` scales them): \
          archive size over `tar | zstd -3 -T0`'s, and `get` of one small file (median of {GET_ROUNDS} \
          interleaved rounds) over the limit program's for the same archive and for the default \
-         layout (256 KiB blocks, level 3).\n\n{table}",
-        settings.text_mb
+         layout ({}).\n\n{table}",
+        settings.text_mb,
+        DEFAULT.name()
     ));
     report.note(
         "arcx trade-off, dictionary rows: an experiment, not the format: the level-3 archive's blocks \
@@ -138,10 +145,7 @@ fn one_corpus(
     let small = small_file(&files)?;
 
     // Pack: binfmt's default layout next to tar | zstd and the limit.
-    let default = Layout {
-        block: 256 << 10,
-        level: 3,
-    };
+    let default = DEFAULT;
     let ours = dir.join(default.file());
     let (tarzst, floor) = (dir.join("corpus.tar.zst"), dir.join("floor.zst"));
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());

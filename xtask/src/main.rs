@@ -15,6 +15,10 @@
 //!   `binfmt.taridx.Dataset` against `wids`. `bench ray` builds it too and
 //!   times `binfmt.ray` against Ray Data's WebDataset writer and reader on
 //!   a two-node Ray cluster (`--ray-samples`, 1,000,000 by default).
+//!   `bench scaling` runs only the many-core rows (TARIDX index, ARCX pack
+//!   and extract on 1 and `--threads` threads, beside `tar | zstd` and the
+//!   limits); it needs no reference tool, and with `XTASK_PREBUILT` and
+//!   `XTASK_WORKSPACE` it runs where there is no cargo (xtask/device/).
 //!   With `--markdown`, the table (or the Python benchmarks' tables) also
 //!   goes into `docs/benchmarks.md`, stamped with the command, the machine
 //!   and the date ([`xtask::bench_page`]).
@@ -36,6 +40,7 @@ mod bench_par4;
 mod bench_python;
 mod bench_ray;
 mod bench_remote;
+mod bench_scaling;
 mod fuzz;
 mod limits;
 mod measure;
@@ -137,6 +142,11 @@ enum BenchFormat {
     /// `binfmt.ray` against Ray Data's WebDataset writer and reader on a
     /// two-node Ray cluster (only when asked for: it builds the package).
     Ray,
+    /// The many-core rows: TARIDX index and ARCX pack on 1 and `--threads`
+    /// threads and ARCX extract, next to `tar | zstd` and the limits (only
+    /// when asked for; needs no reference tool, so it runs from prebuilt
+    /// binaries: `XTASK_PREBUILT`, xtask/device/).
+    Scaling,
 }
 
 fn main() -> ExitCode {
@@ -244,9 +254,11 @@ fn bench(
             BenchFormat::Arcx => {
                 (!arcx.exists()).then(|| format!("no arcx 0.3.0 at {}", arcx.display()))
             }
-            BenchFormat::Par4 | BenchFormat::ArcxText | BenchFormat::Python | BenchFormat::Ray => {
-                None
-            }
+            BenchFormat::Par4
+            | BenchFormat::ArcxText
+            | BenchFormat::Python
+            | BenchFormat::Ray
+            | BenchFormat::Scaling => None,
             BenchFormat::Mount => {
                 if !arcx.exists() {
                     Some(format!("no arcx 0.3.0 at {}", arcx.display()))
@@ -287,6 +299,7 @@ fn bench(
             (BenchFormat::Taridx, None) => {}
             (BenchFormat::Arcx, _) => bench_arcx::run(settings, arcx, &mut report)?,
             (BenchFormat::ArcxText, _) => bench_arcx::run_text(settings, &mut report)?,
+            (BenchFormat::Scaling, _) => bench_scaling::run(settings, &mut report)?,
             (BenchFormat::Par4, _) => bench_par4::run(&dir.join("par4"), &mut report)?,
             (BenchFormat::Python | BenchFormat::Ray, _) => {}
             (BenchFormat::Remote, _) => bench_remote::run(dir, arcx, &mut report)?,
@@ -306,13 +319,22 @@ fn bench(
         Some(BenchFormat::Remote) => "remote",
         Some(BenchFormat::Mount) => "mount",
         Some(BenchFormat::Ray) => "ray",
+        Some(BenchFormat::Scaling) => "scaling",
     };
     Ok((key, table))
 }
 
+/// The repository: where this xtask was built, or `XTASK_WORKSPACE` when set
+/// (a copy of the repository on a machine the binary was carried to).
 fn workspace_root() -> &'static Path {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest)
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| match std::env::var_os("XTASK_WORKSPACE") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+            manifest.parent().unwrap_or(manifest).to_owned()
+        }
+    })
 }
 
 fn fixtures(out: &Path) -> Result<(), String> {
