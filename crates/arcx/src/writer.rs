@@ -2,12 +2,14 @@
 //!
 //! [`Packer`] writes to any `Write + Seek` (the header, written last, holds
 //! the manifest's offset) and takes files one at a time as readers, in
-//! pieces of at most one chunk, so memory stays bounded by a batch of
-//! blocks whatever the file sizes. Files smaller than the block size
+//! pieces of at most one chunk, so memory stays bounded by the blocks in
+//! flight whatever the file sizes. Files smaller than the block size
 //! (1 MiB) share blocks, in order, up to that size; larger files are cut
-//! into chunks of the chunk size (1 MiB), one block each. Blocks are
-//! compressed in parallel a batch at a time and written in order, so the
-//! archive is the same for any thread count. A block that does not shrink
+//! into chunks of the chunk size (1 MiB), one block each. Each block is
+//! compressed as its own task, at most 4 per thread in flight, and written
+//! in order as soon as the blocks before it are, so the archive is the
+//! same for any thread count and no thread waits for a batch's slowest
+//! block. A block that does not shrink
 //! is stored. Nothing depends on the clock: the creation timestamp is 0.
 //! Block buffers, read and compressed, go back to a bounded pool of spares
 //! once written, so a long pack does not fault in fresh memory per block.
@@ -21,7 +23,6 @@ use std::thread;
 
 use binfmt_core::AtomicFile;
 use binfmt_core::layout::{IntoBytes, U32, U64};
-use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::error::{ArcxError, Result};
@@ -163,15 +164,26 @@ struct Written<W> {
     offset: u64,
 }
 
+/// A block compressed (or stored), with its decompressed size and the
+/// CRC32 of its stored bytes, computed by the thread that compressed it.
+type Compressed = (Codec, Vec<u8>, u32, u32);
+
 /// Compresses blocks in parallel and writes them in order on a background
-/// thread, while the caller reads and hashes the next batch. At most two
-/// batches are in flight, so memory stays bounded.
+/// thread, while the caller reads and hashes the next ones. Each block is
+/// its own task on the compression threads, taken in the order pushed; the
+/// writer thread writes each as soon as every block before it is written,
+/// so no thread waits for a batch's slowest block and writing overlaps
+/// compressing. At most `in_flight` blocks are pushed and not yet written
+/// (the caller waits for a slot), so memory stays bounded.
 #[derive(Debug)]
 struct BlockWriter<W> {
-    sender: Option<mpsc::SyncSender<Vec<Vec<u8>>>>,
+    /// Compressed blocks, with their ids, to the writer thread.
+    results: Option<mpsc::Sender<(u64, std::io::Result<Compressed>)>>,
+    /// One message per block pushed and not yet written: a slot.
+    slots: Option<mpsc::SyncSender<()>>,
     thread: Option<thread::JoinHandle<Result<Written<W>>>>,
-    batch: Vec<Vec<u8>>,
-    batch_len: usize,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    level: i32,
     sent: u64,
     spares: Spares,
 }
@@ -179,7 +191,7 @@ struct BlockWriter<W> {
 impl<W: Write + Send + 'static> BlockWriter<W> {
     fn start(out: W, level: i32, jobs: Option<usize>) -> Result<Self> {
         let pool = match jobs {
-            Some(jobs) => Some(
+            Some(jobs) => Some(Arc::new(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(jobs.max(1))
                     .build()
@@ -189,28 +201,32 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
                             std::io::Error::other(error),
                         ))
                     })?,
-            ),
+            )),
             None => None,
         };
-        let threads = pool.as_ref().map_or_else(
-            rayon::current_num_threads,
-            rayon::ThreadPool::current_num_threads,
-        );
-        let batch_len = (BATCH_PER_THREAD * threads).max(8);
-        // A batch being filled, one queued, one being compressed: each
-        // block's input and output.
-        let spares = Spares::new(6 * batch_len);
-        let (sender, receiver) = mpsc::sync_channel::<Vec<Vec<u8>>>(1);
-        let writer_spares = spares.clone();
+        let threads = pool
+            .as_ref()
+            .map_or_else(rayon::current_num_threads, |pool| {
+                pool.current_num_threads()
+            });
+        let in_flight = (BATCH_PER_THREAD * threads).max(8);
+        // Each block in flight: its input and its output.
+        let spares = Spares::new(2 * in_flight);
+        let (results, received) = mpsc::channel();
+        let (slots, freed) = mpsc::sync_channel::<()>(in_flight);
         let thread = thread::Builder::new()
             .name("arcx-block-writer".into())
-            .spawn(move || write_blocks(out, receiver, level, pool, writer_spares))
+            .spawn({
+                let spares = spares.clone();
+                move || write_blocks(out, received, freed, &spares)
+            })
             .map_err(|error| binfmt_core::Error::io("arcx block writer thread", error))?;
         Ok(Self {
-            sender: Some(sender),
+            results: Some(results),
+            slots: Some(slots),
             thread: Some(thread),
-            batch: Vec::new(),
-            batch_len,
+            pool,
+            level,
             sent: 0,
             spares,
         })
@@ -218,38 +234,35 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
 
     /// The id the next block pushed will get.
     fn next_id(&self) -> u64 {
-        self.sent + self.batch.len() as u64
+        self.sent
     }
 
+    /// Queues `data` for compression as the next block, once a slot is
+    /// free.
     fn push(&mut self, data: Vec<u8>) -> Result<()> {
-        self.batch.push(data);
-        if self.batch.len() >= self.batch_len {
-            self.send()?;
+        let slot = self.slots.as_ref().is_some_and(take_slot);
+        let Some(results) = self.results.clone().filter(|_| slot) else {
+            // The writer stopped: its result says why.
+            return self.join().map(|_| ());
+        };
+        let (id, level, spares) = (self.sent, self.level, self.spares.clone());
+        self.sent += 1;
+        let task = move || {
+            let compressed = compress_block(data, level, &spares);
+            // A writer that stopped wants no more blocks.
+            let _ = results.send((id, compressed));
+        };
+        match &self.pool {
+            Some(pool) => pool.spawn_fifo(task),
+            None => rayon::spawn_fifo(task),
         }
         Ok(())
     }
 
-    fn send(&mut self) -> Result<()> {
-        if self.batch.is_empty() {
-            return Ok(());
-        }
-        let batch = std::mem::take(&mut self.batch);
-        self.sent += batch.len() as u64;
-        let delivered = self
-            .sender
-            .as_ref()
-            .is_some_and(|sender| sender.send(batch).is_ok());
-        if delivered {
-            Ok(())
-        } else {
-            // The writer stopped: its result says why.
-            self.join().map(|_| ())
-        }
-    }
-
     fn join(&mut self) -> Result<Written<W>> {
-        self.sender = None;
-        match self.thread.take().map(thread::JoinHandle::join) {
+        self.results = None;
+        self.slots = None;
+        match self.thread.take().map(join_helping) {
             Some(Ok(result)) => result,
             Some(Err(_)) => Err(binfmt_core::Error::io(
                 "arcx block writer thread",
@@ -265,8 +278,19 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
     }
 
     fn finish(mut self) -> Result<Written<W>> {
-        self.send()?;
-        self.join()
+        let written = self.join()?;
+        if written.blocks.len() as u64 != self.sent {
+            return Err(binfmt_core::Error::io(
+                "arcx block writer thread",
+                std::io::Error::other(format!(
+                    "{} blocks pushed, {} written",
+                    self.sent,
+                    written.blocks.len()
+                )),
+            )
+            .into());
+        }
+        Ok(written)
     }
 }
 
@@ -276,41 +300,66 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
 /// some time later.
 impl<W> Drop for BlockWriter<W> {
     fn drop(&mut self) {
-        self.sender = None;
+        self.results = None;
+        self.slots = None;
         if let Some(thread) = self.thread.take() {
             // Its result (the output, or why it stopped) is not wanted.
-            let _ = thread.join();
+            let _ = join_helping(thread);
         }
     }
 }
 
-/// The block writer thread: each batch compressed in parallel, then written
-/// in order.
+/// Takes a slot for one more block in flight, waiting for the writer to
+/// free one; false if the writer stopped. On a thread of a rayon pool
+/// (which may be the one compressing, when the packer runs inside it), it
+/// runs that pool's waiting tasks meanwhile instead of blocking them out.
+fn take_slot(slots: &mpsc::SyncSender<()>) -> bool {
+    loop {
+        match slots.try_send(()) {
+            Ok(()) => return true,
+            Err(mpsc::TrySendError::Disconnected(())) => return false,
+            Err(mpsc::TrySendError::Full(())) => match rayon::yield_now() {
+                None => return slots.send(()).is_ok(),
+                Some(rayon::Yield::Executed) => {}
+                Some(rayon::Yield::Idle) => thread::sleep(std::time::Duration::from_micros(50)),
+            },
+        }
+    }
+}
+
+/// Joins the writer thread; on a rayon pool's thread, runs that pool's
+/// tasks until the writer is done (it waits for the compression tasks).
+fn join_helping<T>(thread: thread::JoinHandle<T>) -> thread::Result<T> {
+    while !thread.is_finished() {
+        match rayon::yield_now() {
+            None => break,
+            Some(rayon::Yield::Executed) => {}
+            Some(rayon::Yield::Idle) => thread::sleep(std::time::Duration::from_micros(50)),
+        }
+    }
+    thread.join()
+}
+
+/// The block writer thread: blocks as their compression finishes, written
+/// in id order (those that finish early wait in `waiting`), each freeing a
+/// slot once written. Ends when the packer and every compression task have
+/// let go of the channel.
 fn write_blocks<W: Write>(
     mut out: W,
-    batches: mpsc::Receiver<Vec<Vec<u8>>>,
-    level: i32,
-    pool: Option<rayon::ThreadPool>,
-    spares: Spares,
+    received: mpsc::Receiver<(u64, std::io::Result<Compressed>)>,
+    freed: mpsc::Receiver<()>,
+    spares: &Spares,
 ) -> Result<Written<W>> {
     let io = |error| ArcxError::Core(binfmt_core::Error::io("archive output", error));
     let mut blocks = Vec::new();
     let mut offset = HEADER_SIZE as u64;
-    for batch in batches {
-        let compress = || {
-            batch
-                .into_par_iter()
-                .map(|data| compress_block(data, level, &spares))
-                .collect::<std::io::Result<Vec<_>>>()
-        };
-        let stored = match &pool {
-            Some(pool) => pool.install(compress),
-            None => compress(),
-        }
-        .map_err(|error| {
+    let mut waiting = std::collections::BTreeMap::new();
+    for (id, compressed) in received {
+        let compressed = compressed.map_err(|error| {
             ArcxError::Core(binfmt_core::Error::io("zstd block compression", error))
         })?;
-        for (codec, bytes, size) in stored {
+        waiting.insert(id, compressed);
+        while let Some((codec, bytes, size, checksum)) = waiting.remove(&(blocks.len() as u64)) {
             let stored_size = u32::try_from(bytes.len())
                 .map_err(|_| ArcxError::TooLarge("a block over 4 GiB"))?;
             binfmt_core::io::write_all_vectored(
@@ -326,10 +375,12 @@ fn write_blocks<W: Write>(
                 offset,
                 stored_size,
                 size,
-                checksum: crc32(&bytes),
+                checksum,
             });
             offset += 4 + u64::from(stored_size);
             spares.give(bytes);
+            // The packer may push one more.
+            let _ = freed.try_recv();
         }
     }
     Ok(Written {
@@ -342,11 +393,7 @@ fn write_blocks<W: Write>(
 /// A block's stored form: zstd when that is smaller, the bytes themselves
 /// otherwise; with its decompressed size. Each thread keeps one zstd
 /// context; the buffer not kept goes back to `spares`.
-fn compress_block(
-    data: Vec<u8>,
-    level: i32,
-    spares: &Spares,
-) -> std::io::Result<(Codec, Vec<u8>, u32)> {
+fn compress_block(data: Vec<u8>, level: i32, spares: &Spares) -> std::io::Result<Compressed> {
     thread_local! {
         static COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
     }
@@ -365,10 +412,12 @@ fn compress_block(
     })?;
     Ok(if compressed.len() < data.len() {
         spares.give(data);
-        (Codec::Zstd, compressed, size)
+        let checksum = crc32(&compressed);
+        (Codec::Zstd, compressed, size, checksum)
     } else {
         spares.give(compressed);
-        (Codec::Store, data, size)
+        let checksum = crc32(&data);
+        (Codec::Store, data, size, checksum)
     })
 }
 

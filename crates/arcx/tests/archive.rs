@@ -166,6 +166,39 @@ fn the_same_tree_gives_the_same_bytes_for_any_thread_count() {
     }
 }
 
+/// Blocks are compressed as tasks of the current rayon pool when no thread
+/// count is given: a packer running on the only thread of a pool (inside
+/// `install`) runs them itself while it waits, rather than waiting forever,
+/// and writes the same bytes as on its own threads.
+#[test]
+fn a_packer_on_the_only_thread_of_a_pool_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    // More blocks than may be in flight (8 at least): the packer must wait.
+    for i in 0..40 {
+        fs::write(
+            tree.join(format!("{i:02}.bin")),
+            pseudo_random_bytes(i, 300_000),
+        )
+        .unwrap();
+    }
+    let block = PackOptions::default()
+        .block_size(64 << 10)
+        .chunk_size(64 << 10);
+    let inside = dir.path().join("inside.arcx");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    pool.install(|| pack_dir(&tree, &inside, block, |_| {}))
+        .unwrap();
+    let outside = dir.path().join("outside.arcx");
+    pack_dir(&tree, &outside, block.jobs(Some(2)), |_| {}).unwrap();
+    assert!(fs::read(&inside).unwrap() == fs::read(&outside).unwrap());
+    Archive::open(&inside).unwrap().verify().unwrap();
+}
+
 #[cfg(unix)]
 #[test]
 fn special_files_are_skipped_and_reported() {
