@@ -511,7 +511,7 @@ pub fn index_shards(
     options: IndexOptions,
     on_shard_done: impl Fn() + Sync,
 ) -> Result<IndexBuilder> {
-    index_shards_then(shards, options, on_shard_done, |_| Ok(()))
+    index_shards_then(shards, options, on_shard_done, |_, _| Ok(()))
 }
 
 /// Indexes `shards` as [`index_shards`] does, writing each merged shard's
@@ -543,19 +543,20 @@ pub fn index_shards_into(
     on_shard_done: impl Fn() + Sync,
     file: &mut IndexFile,
 ) -> Result<IndexBuilder> {
-    index_shards_then(shards, options, on_shard_done, |builder| {
+    index_shards_then(shards, options, on_shard_done, |builder, behind| {
         let table = &builder.table;
-        file.rows_merged(&table.extensions.names, &table.rows.pieces)
+        file.rows_merged(&table.extensions.names, &table.rows.pieces, behind)
     })
 }
 
-/// [`index_shards`], calling `merged` on the merging thread after each
-/// shard is merged.
+/// [`index_shards`], calling `merged_one` on the merging thread after each
+/// shard is merged, told whether the next shard is scanned already (the
+/// merging thread is behind the scanners).
 fn index_shards_then(
     shards: &[PathBuf],
     options: IndexOptions,
     on_shard_done: impl Fn() + Sync,
-    mut merged_one: impl FnMut(&IndexBuilder) -> Result<()>,
+    mut merged_one: impl FnMut(&IndexBuilder, bool) -> Result<()>,
 ) -> Result<IndexBuilder> {
     if shards.len() > usize::from(u16::MAX) + 1 {
         return Err(TaridxError::TooManyShards {
@@ -582,7 +583,7 @@ fn index_shards_then(
         // One thread: each shard scanned, then merged, in turn.
         for fid in 0..count {
             builder.table.append(scan_one(fid)?)?;
-            merged_one(&builder)?;
+            merged_one(&builder, false)?;
         }
         return Ok(builder);
     }
@@ -620,8 +621,16 @@ fn index_shards_then(
                 match waiting.remove(&merged) {
                     Some(scanned) => {
                         builder.table.append(scanned?)?;
-                        merged_one(&builder)?;
                         merged += 1;
+                        // Shards scanned meanwhile: when the next two are
+                        // there, this thread is behind the scanners (one
+                        // is common: shards are scanned side by side).
+                        while let Ok((fid, scanned)) = receiver.try_recv() {
+                            waiting.insert(fid, scanned);
+                        }
+                        let behind =
+                            waiting.contains_key(&merged) && waiting.contains_key(&(merged + 1));
+                        merged_one(&builder, behind)?;
                     }
                     None => match receiver.recv() {
                         Ok((fid, scanned)) => {
