@@ -247,9 +247,13 @@ impl LastScan {
 /// the last shard was scanned and writing its rows, then finishing the
 /// file (crash ids over every stem, the header and blocks, the rows not
 /// yet written, the rename), then recording the shards.
-fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<String, String> {
+pub(crate) fn taridx_phases(
+    root: &Path,
+    shards: &[PathBuf],
+    threads: usize,
+) -> Result<String, String> {
     let path = binfmt_taridx::fold_index_path(root, "bench");
-    let mut parts = [Vec::new(), Vec::new(), Vec::new()];
+    let mut parts = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..3 {
         let last = LastScan::default();
         let options = binfmt_taridx::IndexOptions::new().jobs(Some(threads));
@@ -262,22 +266,26 @@ fn taridx_phases(root: &Path, shards: &[PathBuf], threads: usize) -> Result<Stri
         let renamed = Instant::now();
         binfmt_taridx::record_shards(&path, shards).map_err(|e| e.to_string())?;
         let recorded = Instant::now();
+        drop(builder);
+        let dropped = Instant::now();
         let last = last.take()?;
         for (part, time) in parts.iter_mut().zip([
             merged.duration_since(last),
             renamed.duration_since(merged),
             recorded.duration_since(renamed),
+            dropped.duration_since(recorded),
         ]) {
             part.push(time);
         }
     }
-    let [merge, finish, record] = parts.map(crate::report::median);
+    let [merge, finish, record, free] = parts.map(crate::report::median);
     Ok(format!(
         "merging the last shards and writing their rows {}, crash ids, header and rename {}, \
-         recording the shards {}",
+         recording the shards {}, freeing the rows {}",
         crate::report::show(merge),
         crate::report::show(finish),
         crate::report::show(record),
+        crate::report::show(free),
     ))
 }
 

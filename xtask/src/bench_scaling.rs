@@ -74,6 +74,7 @@ fn taridx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), St
         Stats::new(serial_one.into_inner()),
         Stats::new(serial_many.into_inner()),
     );
+    let phases = crate::bench::taridx_phases(dir, &paths, threads)?;
     let share = |serial: &Stats| 100.0 * serial.median().as_secs_f64() / one.median().as_secs_f64();
     report.speedup(
         "taridx index",
@@ -82,7 +83,8 @@ fn taridx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), St
         (&limit_one, &limit_many),
         &format!(
             "; serial tail (last shard scanned to index renamed, shards recorded) at {threads} \
-             threads {serial_many} = {:.1}% of one-thread time (at 1 thread {serial_one} = {:.1}%)",
+             threads {serial_many} = {:.1}% of one-thread time (at 1 thread {serial_one} = {:.1}%); \
+             its parts at {threads} threads: {phases}",
             share(&serial_many),
             share(&serial_one),
         ),

@@ -166,10 +166,15 @@ impl RowTable {
             .map(|extension| self.extensions.id(extension))
             .collect::<Result<_>>()?;
         self.stems.append(&stems, self.rows.len() as u64);
+        // Shards of one dataset usually list their extensions in the same
+        // order: then the ids are already the index's (no pass over rows).
+        let same_ids = global.iter().copied().eq(0..global.len() as u16);
         for mut piece in rows.pieces {
-            for row in &mut piece {
-                let local = usize::from(row.extid.get());
-                row.extid = U16::new(global.get(local).copied().unwrap_or_default());
+            if !same_ids {
+                for row in &mut piece {
+                    let local = usize::from(row.extid.get());
+                    row.extid = U16::new(global.get(local).copied().unwrap_or_default());
+                }
             }
             self.rows.append(piece);
         }
