@@ -155,6 +155,12 @@ impl RowTable {
 
     /// Appends `other`'s rows, their extension ids made this table's.
     fn append(&mut self, other: Self) -> Result<()> {
+        self.append_deferring(other, false)
+    }
+
+    /// [`Self::append`], the merge of the stems by hash deferred to the
+    /// end when `defer` ([`Stems::append`]).
+    fn append_deferring(&mut self, other: Self, defer: bool) -> Result<()> {
         let Self {
             rows,
             stems,
@@ -165,7 +171,7 @@ impl RowTable {
             .iter()
             .map(|extension| self.extensions.id(extension))
             .collect::<Result<_>>()?;
-        self.stems.append(&stems, self.rows.len() as u64);
+        self.stems.append(&stems, self.rows.len() as u64, defer);
         // Shards of one dataset usually list their extensions in the same
         // order: then the ids are already the index's (no pass over rows).
         let same_ids = global.iter().copied().eq(0..global.len() as u16);
@@ -625,16 +631,16 @@ fn index_shards_then(
             while merged < count {
                 match waiting.remove(&merged) {
                     Some(scanned) => {
-                        builder.table.append(scanned?)?;
-                        merged += 1;
                         // Shards scanned meanwhile: when the next two are
                         // there, this thread is behind the scanners (one
                         // is common: shards are scanned side by side).
                         while let Ok((fid, scanned)) = receiver.try_recv() {
                             waiting.insert(fid, scanned);
                         }
-                        let behind =
-                            waiting.contains_key(&merged) && waiting.contains_key(&(merged + 1));
+                        let behind = waiting.contains_key(&(merged + 1))
+                            && waiting.contains_key(&(merged + 2));
+                        builder.table.append_deferring(scanned?, behind)?;
+                        merged += 1;
                         merged_one(&builder, behind)?;
                     }
                     None => match receiver.recv() {

@@ -51,6 +51,8 @@ pub(super) struct Stems {
     /// from one shard into the next): the rows' runs of one stem are
     /// `runs.len() - continued`.
     pub(super) continued: u64,
+    /// Where two runs of [`Self::by_hash`] are merged.
+    pub(super) scratch: Vec<(u64, u64)>,
 }
 
 impl Stems {
@@ -96,15 +98,22 @@ impl Stems {
         self.by_hash
             .extend((covered as u64..).zip(rest).map(|(run, r)| (r.key, run)));
         let known: usize = self.sorted_runs.iter().sum();
-        if covered == self.by_hash.len() && known == covered && !self.sorted_runs.is_empty() {
+        let runs_known = covered == self.by_hash.len() && known == covered;
+        if runs_known && self.sorted_runs.len() <= 3 {
             while self.sorted_runs.len() > 1 {
                 self.merge_last_two()?;
             }
-        } else {
+        } else if runs_known {
+            // Many runs left (merging deferred): sorted on every core.
             // Pairs are distinct, so any sort gives this order.
+            use rayon::slice::ParallelSliceMut;
+            self.by_hash.par_sort_unstable();
+        } else {
+            // One shard's stems, on the thread that scanned it.
             self.by_hash.sort_unstable();
-            self.sorted_runs = vec![self.by_hash.len()];
         }
+        self.sorted_runs = vec![self.by_hash.len()];
+        self.scratch = Vec::new();
         Ok(())
     }
 
@@ -118,8 +127,10 @@ impl Stems {
             return Ok(());
         };
         let (a, b) = region.split_at(left.min(region.len()));
-        let mut merged = Vec::new();
-        binfmt_core::alloc::reserve(&mut merged, region.len(), "taridx stem order")?;
+        // Reused from merge to merge: its memory is faulted in once.
+        let merged = &mut self.scratch;
+        merged.clear();
+        binfmt_core::alloc::reserve(merged, region.len(), "taridx stem order")?;
         let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
         while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
             if y < x {
@@ -131,13 +142,16 @@ impl Stems {
             }
         }
         merged.extend(a.chain(b));
-        region.copy_from_slice(&merged);
+        region.copy_from_slice(merged);
         self.sorted_runs.push(left + right);
         Ok(())
     }
 
-    /// Appends `other`, whose rows start at row `first_row`.
-    pub(super) fn append(&mut self, other: &Self, first_row: u64) {
+    /// Appends `other`, whose rows start at row `first_row`; its run by
+    /// hash is merged with the ones before unless `defer` (the merging
+    /// thread is behind the scanners: the end sorts what is left on every
+    /// core).
+    pub(super) fn append(&mut self, other: &Self, first_row: u64, defer: bool) {
         let base_run = self.runs.len() as u64;
         let mine_sorted = self.sorted_runs.iter().sum::<usize>() == self.by_hash.len();
         let theirs_sorted = other.sorted_runs.len() <= 1
@@ -157,6 +171,7 @@ impl Stems {
                 // most half the one before, so at most log2(shards) wait.
                 while let [.., below, top] = self.sorted_runs[..]
                     && top * 2 >= below
+                    && !defer
                 {
                     // A failed reservation leaves the runs unmerged (the
                     // end sorts them all).

@@ -247,3 +247,37 @@ fn an_index_file_dropped_before_finish_leaves_nothing() {
     drop(file);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn merges_deferred_behind_the_scanners_give_the_same_index() {
+    // Six shards, stems sharing two hashes across shards (crash ids) and a
+    // stem going on from one shard into the next; every merge deferred, so
+    // the end sorts six runs at once.
+    let mut sequence = IndexBuilder::new(KeyRule::Glzn);
+    let mut deferred = IndexBuilder::new(KeyRule::Glzn);
+    for fid in 0u16..6 {
+        let mut table = RowTable::default();
+        // A stem's hash is its number's parity (t's the other one).
+        let n = u64::from(fid);
+        let stems = [
+            (format!("s{n}"), 100 + n % 2),
+            (format!("t{n}"), 100 + (n + 1) % 2),
+            (format!("s{}", n + 1), 100 + (n + 1) % 2),
+        ];
+        for (i, (stem, key)) in (0u64..).zip(&stems) {
+            let key = *key;
+            for builder_table in [&mut table, &mut sequence.table] {
+                builder_table
+                    .push(fid, i * 1024, 1, stem, "jpg", key, String::new)
+                    .unwrap();
+            }
+        }
+        table.stems.sort_by_hash().unwrap();
+        deferred.table.append_deferring(table, true).unwrap();
+    }
+    assert!(deferred.table.stems.sorted_runs.len() > 3);
+    assert!(deferred.to_bytes().unwrap() == sequence.to_bytes().unwrap());
+    let index = crate::Index::new(deferred.to_bytes().unwrap()).unwrap();
+    index.verify(None).unwrap();
+    assert!(index.crash_stems().count() > 0);
+}
