@@ -125,21 +125,14 @@ fn arcx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), Stri
         dir.join("tree.tar.zst"),
         dir.join("floor.zst"),
     );
-    let pack = |jobs: usize| {
-        shell(format!(
-            "{} arcx pack {} -o {} --jobs {jobs}",
-            q(&binfmt),
-            q(&tree),
-            q(&ours)
-        ))
-    };
-    let tar = |jobs: usize| {
-        shell(format!(
-            "tar -C {} -cf - . | zstd -3 -T{jobs} -q -f -o {}",
-            q(&tree),
-            q(&tarzst)
-        ))
-    };
+    let pack = |jobs: usize| shell(pack_command(&binfmt, &tree, &ours, jobs));
+    let tar = |jobs: usize| shell(tar_command(&tree, &tarzst, jobs));
+    // "One thread" of either tool still runs more than one: binfmt's
+    // reading and writing threads beside its one compressing thread, tar
+    // beside zstd. Pinned to one core (`taskset -c 0`), where there is
+    // taskset, each also runs on one core.
+    let pinned = |command: String| shell(format!("taskset -c 0 sh -c {}", shell_quote(&command)));
+    let pin = sh("taskset -c 0 true").is_ok();
     let (files_ref, floor_ref) = (&files, &floor);
     let mut sides = vec![
         pack(1),
@@ -149,11 +142,18 @@ fn arcx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), Stri
         side(move || limits::pack(files_ref, floor_ref, 1)),
         side(move || limits::pack(files_ref, floor_ref, threads)),
     ];
+    if pin {
+        sides.push(pinned(pack_command(&binfmt, &tree, &ours, 1)));
+        sides.push(pinned(tar_command(&tree, &tarzst, 1)));
+    }
     let stats = interleave(ROUNDS, &[&tree], &mut sides)?;
     drop(sides);
     let _ = fs::remove_file(&floor);
+    let mut stats = stats.into_iter();
     let [one, many, tar_one, tar_many, limit_one, limit_many] =
-        <[Stats; 6]>::try_from(stats).map_err(|_| "six sides".to_owned())?;
+        <[Stats; 6]>::try_from(stats.by_ref().take(6).collect::<Vec<_>>())
+            .map_err(|_| "six sides".to_owned())?;
+    let pinned_one = stats.next().zip(stats.next());
     report
         .compare(
             "arcx",
@@ -172,6 +172,17 @@ fn arcx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), Stri
             &tar_many,
         )
         .limit(&many, &limit_many);
+    if let Some((ours_pinned, tar_pinned)) = &pinned_one {
+        report
+            .compare(
+                "arcx",
+                "tar + zstd -3 -T1, one core",
+                format!("pack {what}, 1 thread, one core (taskset -c 0)"),
+                ours_pinned,
+                tar_pinned,
+            )
+            .limit(ours_pinned, &limit_one);
+    }
     let size = |path: &Path| fs::metadata(path).map_or(0, |m| m.len());
     report.megabytes(
         "arcx",
@@ -186,10 +197,15 @@ fn arcx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), Stri
         (&one, &many),
         (&limit_one, &limit_many),
         &format!(
-            "; tar | zstd -3: {:.2}x (-T1 {} → -T{threads} {})",
+            "; tar | zstd -3: {:.2}x (-T1 {} → -T{threads} {}){}",
             crate::report::speedup(&tar_one, &tar_many),
             tar_one,
             tar_many,
+            pinned_one.as_ref().map_or_else(String::new, |(ours, tar)| format!(
+                "; from one thread on one core (taskset -c 0): binfmt {:.2}x, tar | zstd -3 {:.2}x",
+                crate::report::speedup(ours, &many),
+                crate::report::speedup(tar, &tar_many),
+            )),
         ),
     );
 
@@ -239,4 +255,28 @@ fn arcx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), Stri
         )
         .limit(&extract, &limit_extract);
     Ok(())
+}
+
+/// `binfmt arcx pack` of `tree` into `out` on `jobs` compressing threads.
+fn pack_command(binfmt: &Path, tree: &Path, out: &Path, jobs: usize) -> String {
+    format!(
+        "{} arcx pack {} -o {} --jobs {jobs}",
+        q(binfmt),
+        q(tree),
+        q(out)
+    )
+}
+
+/// `tar | zstd -3 -T{jobs}` of `tree` into `out`.
+fn tar_command(tree: &Path, out: &Path, jobs: usize) -> String {
+    format!(
+        "tar -C {} -cf - . | zstd -3 -T{jobs} -q -f -o {}",
+        q(tree),
+        q(out)
+    )
+}
+
+/// `text` quoted for `sh -c`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
