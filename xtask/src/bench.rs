@@ -138,25 +138,20 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
     if ours != reference_index {
         return Err("the two indexes differ".to_owned());
     }
-    let (serial_one, serial_many) = (
-        Stats::new(serial_one.into_inner()),
-        Stats::new(serial_many.into_inner()),
-    );
-    let phases = taridx_phases(&root, &shards, threads)?;
-    let share = |serial: &Stats| 100.0 * serial.median().as_secs_f64() / one.median().as_secs_f64();
-    report.speedup(
-        "taridx index",
+    let timings = Indexing {
+        one: &one,
+        many: &all,
+        limit_one: &limit_one,
+        limit_many: &limit_all,
+    };
+    report_indexing(
+        report,
+        &timings,
         threads,
-        (&one, &all),
-        (&limit_one, &limit_all),
-        &format!(
-            "; serial tail (last shard scanned to index renamed, shards recorded) at {threads} threads \
-             {serial_many} = {:.1}% of one-thread time (at 1 thread {serial_one} = {:.1}%); \
-             its parts at {threads} threads: {phases}",
-            share(&serial_many),
-            share(&serial_one),
-        ),
-    );
+        (serial_one, serial_many),
+        &root,
+        &shards,
+    )?;
     report.note(format!(
         "taridx: both indexers wrote the same {} bytes. Limit: every header read with read() in 1 MiB \
          chunks and its checksum checked, then 32 bytes a member written to a temporary file renamed \
@@ -188,6 +183,51 @@ pub fn taridx(settings: &Settings, glzn: &Path, report: &mut Report) -> Result<(
     if settings.scale {
         taridx_scaling(settings, &binfmt, report)?;
     }
+    Ok(())
+}
+
+/// An indexing run's medians: binfmt and the limit, on one thread and many.
+pub(crate) struct Indexing<'a> {
+    pub one: &'a Stats,
+    pub many: &'a Stats,
+    pub limit_one: &'a Stats,
+    pub limit_many: &'a Stats,
+}
+
+/// The 1→`threads` speed-up line of TARIDX indexing, with the serial
+/// tails the runs recorded (one thread, many) and the tail's parts, timed
+/// apart on the fold `bench` of `root` ([`taridx_phases`]).
+pub(crate) fn report_indexing(
+    report: &mut Report,
+    timings: &Indexing<'_>,
+    threads: usize,
+    serial: (
+        std::cell::RefCell<Vec<Duration>>,
+        std::cell::RefCell<Vec<Duration>>,
+    ),
+    root: &Path,
+    shards: &[PathBuf],
+) -> Result<(), String> {
+    let (serial_one, serial_many) = (
+        Stats::new(serial.0.into_inner()),
+        Stats::new(serial.1.into_inner()),
+    );
+    let phases = taridx_phases(root, shards, threads)?;
+    let one = timings.one.median().as_secs_f64();
+    let share = |serial: &Stats| 100.0 * serial.median().as_secs_f64() / one;
+    report.speedup(
+        "taridx index",
+        threads,
+        (timings.one, timings.many),
+        (timings.limit_one, timings.limit_many),
+        &format!(
+            "; serial tail (last shard scanned to index renamed, shards recorded) at {threads} threads \
+             {serial_many} = {:.1}% of one-thread time (at 1 thread {serial_one} = {:.1}%); \
+             its parts at {threads} threads: {phases}",
+            share(&serial_many),
+            share(&serial_one),
+        ),
+    );
     Ok(())
 }
 

@@ -17,9 +17,9 @@ use std::fs;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::bench::{Settings, index_side, write_bench_fold_of};
+use crate::bench::{Indexing, Settings, index_side, report_indexing, write_bench_fold_of};
 use crate::limits;
-use crate::measure::{FreshDirs, Side, Stats, interleave, q, sh, shell, side};
+use crate::measure::{FreshDirs, Side, Stats, interleave, q, quote, sh, shell, side};
 use crate::report::Report;
 use crate::text_corpus;
 
@@ -70,25 +70,20 @@ fn taridx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), St
             .only_ours_stats("taridx", "-", operation(n), ours, "-")
             .limit(ours, limit);
     }
-    let (serial_one, serial_many) = (
-        Stats::new(serial_one.into_inner()),
-        Stats::new(serial_many.into_inner()),
-    );
-    let phases = crate::bench::taridx_phases(dir, &paths, threads)?;
-    let share = |serial: &Stats| 100.0 * serial.median().as_secs_f64() / one.median().as_secs_f64();
-    report.speedup(
-        "taridx index",
+    let timings = Indexing {
+        one: &one,
+        many: &many,
+        limit_one: &limit_one,
+        limit_many: &limit_many,
+    };
+    report_indexing(
+        report,
+        &timings,
         threads,
-        (&one, &many),
-        (&limit_one, &limit_many),
-        &format!(
-            "; serial tail (last shard scanned to index renamed, shards recorded) at {threads} \
-             threads {serial_many} = {:.1}% of one-thread time (at 1 thread {serial_one} = {:.1}%); \
-             its parts at {threads} threads: {phases}",
-            share(&serial_many),
-            share(&serial_one),
-        ),
-    );
+        (serial_one, serial_many),
+        dir,
+        &paths,
+    )?;
     Ok(())
 }
 
@@ -131,7 +126,7 @@ fn arcx(settings: &Settings, dir: &Path, report: &mut Report) -> Result<(), Stri
     // reading and writing threads beside its one compressing thread, tar
     // beside zstd. Pinned to one core (`taskset -c 0`), where there is
     // taskset, each also runs on one core.
-    let pinned = |command: String| shell(format!("taskset -c 0 sh -c {}", shell_quote(&command)));
+    let pinned = |command: String| shell(format!("taskset -c 0 sh -c {}", quote(&command)));
     let pin = sh("taskset -c 0 true").is_ok();
     let (files_ref, floor_ref) = (&files, &floor);
     let mut sides = vec![
@@ -274,9 +269,4 @@ fn tar_command(tree: &Path, out: &Path, jobs: usize) -> String {
         q(tree),
         q(out)
     )
-}
-
-/// `text` quoted for `sh -c`.
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }

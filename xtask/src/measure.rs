@@ -309,7 +309,11 @@ pub fn release_binary(package: &str, bin: &str) -> Result<PathBuf, String> {
 
 /// Shell-quotes a path.
 pub fn q(path: &Path) -> String {
-    let text = path.display().to_string();
+    quote(&path.display().to_string())
+}
+
+/// Shell-quotes `text`.
+pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
