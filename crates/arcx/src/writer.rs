@@ -116,8 +116,8 @@ const MAX_SHARED_BLOCK: usize = 16 << 20;
 /// The zstd level of the manifest (what the `arcx` tool uses).
 const MANIFEST_LEVEL: i32 = 9;
 
-/// Blocks a batch holds before it is compressed, per compressing thread.
-const BATCH_PER_THREAD: usize = 4;
+/// Blocks pushed and not yet written, per compressing thread.
+const IN_FLIGHT_PER_THREAD: usize = 4;
 
 /// Spare block buffers: handed back by the block writer once a block is
 /// written, taken by the packer for the next block and by the compressors
@@ -209,7 +209,7 @@ impl<W: Write + Send + 'static> BlockWriter<W> {
             .map_or_else(rayon::current_num_threads, |pool| {
                 pool.current_num_threads()
             });
-        let in_flight = (BATCH_PER_THREAD * threads).max(8);
+        let in_flight = (IN_FLIGHT_PER_THREAD * threads).max(8);
         // Each block in flight: its input and its output.
         let spares = Spares::new(2 * in_flight);
         let (results, received) = mpsc::channel();

@@ -158,13 +158,6 @@ impl AtomicFile {
         &self.destination
     }
 
-    /// The temporary file, its buffered bytes written first: for writers
-    /// that write at offsets from several threads at once (`pwrite`).
-    pub fn as_file(&mut self) -> io::Result<&fs::File> {
-        self.writer.flush()?;
-        Ok(self.writer.get_ref().as_file())
-    }
-
     /// The temporary file's path, for writers that open the file by path
     /// themselves (an SQLite database); they must be done with it before
     /// [`AtomicFile::commit`].

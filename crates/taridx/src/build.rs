@@ -522,7 +522,7 @@ pub fn index_shards(
     options: IndexOptions,
     on_shard_done: impl Fn() + Sync,
 ) -> Result<IndexBuilder> {
-    index_shards_then(shards, options, on_shard_done, |_, _| Ok(()))
+    index_shards_then(shards, options, on_shard_done, |_| Ok(()))
 }
 
 /// Indexes `shards` as [`index_shards`] does, writing each merged shard's
@@ -554,20 +554,19 @@ pub fn index_shards_into(
     on_shard_done: impl Fn() + Sync,
     file: &mut IndexFile,
 ) -> Result<IndexBuilder> {
-    index_shards_then(shards, options, on_shard_done, |builder, behind| {
+    index_shards_then(shards, options, on_shard_done, |builder| {
         let table = &builder.table;
-        file.rows_merged(&table.extensions.names, &table.rows.pieces, behind)
+        file.rows_merged(&table.extensions.names, &table.rows.pieces)
     })
 }
 
 /// [`index_shards`], calling `merged_one` on the merging thread after each
-/// shard is merged, told whether the next shard is scanned already (the
-/// merging thread is behind the scanners).
+/// shard is merged.
 fn index_shards_then(
     shards: &[PathBuf],
     options: IndexOptions,
     on_shard_done: impl Fn() + Sync,
-    mut merged_one: impl FnMut(&IndexBuilder, bool) -> Result<()>,
+    mut merged_one: impl FnMut(&IndexBuilder) -> Result<()>,
 ) -> Result<IndexBuilder> {
     if shards.len() > usize::from(u16::MAX) + 1 {
         return Err(TaridxError::TooManyShards {
@@ -594,7 +593,7 @@ fn index_shards_then(
         // One thread: each shard scanned, then merged, in turn.
         for fid in 0..count {
             builder.table.append(scan_one(fid)?)?;
-            merged_one(&builder, false)?;
+            merged_one(&builder)?;
         }
         return Ok(builder);
     }
@@ -641,7 +640,7 @@ fn index_shards_then(
                             && waiting.contains_key(&(merged + 2));
                         builder.table.append_deferring(scanned?, behind)?;
                         merged += 1;
-                        merged_one(&builder, behind)?;
+                        merged_one(&builder)?;
                     }
                     None => match receiver.recv() {
                         Ok((fid, scanned)) => {

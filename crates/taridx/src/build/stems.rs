@@ -3,7 +3,6 @@
 //! the crash ids given from that order.
 
 use std::collections::HashMap;
-
 use std::ops::Range;
 
 use crate::error::{Result, TaridxError};
@@ -156,35 +155,34 @@ impl Stems {
         let mine_sorted = self.sorted_runs.iter().sum::<usize>() == self.by_hash.len();
         let theirs_sorted = other.sorted_runs.len() <= 1
             && other.sorted_runs.iter().sum::<usize>() == other.by_hash.len();
-        if self.by_hash.len() as u64 == base_run && other.by_hash.len() == other.runs.len() {
+        let covered =
+            self.by_hash.len() as u64 == base_run && other.by_hash.len() == other.runs.len();
+        if covered {
             self.by_hash.extend(
                 other
                     .by_hash
                     .iter()
                     .map(|&(key, run)| (key, run + base_run)),
             );
-            if mine_sorted && theirs_sorted {
-                if !other.by_hash.is_empty() {
-                    self.sorted_runs.push(other.by_hash.len());
-                }
-                // Merged while the later shards are scanned; each run at
-                // most half the one before, so at most log2(shards) wait.
-                while let [.., below, top] = self.sorted_runs[..]
-                    && top * 2 >= below
-                    && !defer
-                {
-                    // A failed reservation leaves the runs unmerged (the
-                    // end sorts them all).
-                    if self.merge_last_two().is_err() {
-                        self.sorted_runs.clear();
-                        break;
-                    }
-                }
-            } else {
-                self.sorted_runs.clear();
-            }
-        } else {
+        }
+        if !(covered && mine_sorted && theirs_sorted) {
+            // Not known to be sorted runs: the end sorts them all.
             self.sorted_runs.clear();
+        } else if !other.by_hash.is_empty() {
+            self.sorted_runs.push(other.by_hash.len());
+        }
+        // Merged while the later shards are scanned; each run at most half
+        // the one before, so at most log2(shards) wait.
+        while let [.., below, top] = self.sorted_runs[..]
+            && top * 2 >= below
+            && !defer
+        {
+            // A failed reservation leaves the runs unmerged (the end sorts
+            // them all).
+            if self.merge_last_two().is_err() {
+                self.sorted_runs.clear();
+                break;
+            }
         }
         if let (Some(last), Some(first)) = (self.runs.last(), other.runs.first())
             && last.key == first.key

@@ -178,14 +178,8 @@ fn streamed_and_whole(shards: &[&[(&str, &str, u64)]]) -> (Vec<u8>, Vec<u8>) {
         }
         table.stems.sort_by_hash().unwrap();
         merged.table.append(table).unwrap();
-        // The second shard's rows wait, as when the merging thread is
-        // behind: the third's call writes both.
-        file.rows_merged(
-            &merged.table.extensions.names,
-            &merged.table.rows.pieces,
-            fid == 1,
-        )
-        .unwrap();
+        file.rows_merged(&merged.table.extensions.names, &merged.table.rows.pieces)
+            .unwrap();
     }
     file.finish(&mut merged).unwrap();
     (std::fs::read(&path).unwrap(), whole.to_bytes().unwrap())
@@ -238,12 +232,8 @@ fn an_index_file_dropped_before_finish_leaves_nothing() {
     let mut file = IndexFile::create(&path).unwrap();
     let mut builder = IndexBuilder::new(KeyRule::Glzn);
     builder.add(0, member("a.jpg", 0)).unwrap();
-    file.rows_merged(
-        &builder.table.extensions.names,
-        &builder.table.rows.pieces,
-        false,
-    )
-    .unwrap();
+    file.rows_merged(&builder.table.extensions.names, &builder.table.rows.pieces)
+        .unwrap();
     drop(file);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
