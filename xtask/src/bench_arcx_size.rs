@@ -25,7 +25,9 @@ use crate::report::{Report, show};
 use crate::text_corpus::{self, TextCorpus};
 
 const ROUNDS: usize = 3;
-const GET_ROUNDS: usize = 11;
+/// `get` lasts a few milliseconds and one process start varies by a
+/// third: its medians take many rounds (as in `bench_arcx`).
+const GET_ROUNDS: usize = 41;
 /// The dictionaries' sizes: about zstd's own default (110 KB), and 1 MiB.
 const DICTIONARIES: [usize; 2] = [112 << 10, 1 << 20];
 /// At most this many bytes of files train the dictionary.
