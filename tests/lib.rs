@@ -165,6 +165,9 @@ pub mod interop {
 
         /// A client of the test bucket and a runtime to drive it.
         fn s3_client(&self) -> (object_store::aws::AmazonS3, tokio::runtime::Runtime) {
+            // object_store's client is built without a TLS provider of its
+            // own, as binfmt's (`binfmt_remote`) installs ring's.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let store = object_store::aws::AmazonS3Builder::new()
                 .with_endpoint(&self.s3_endpoint)
                 .with_bucket_name(&self.s3_bucket)

@@ -261,6 +261,9 @@ struct CountingConnector {
 
 impl HttpConnector for CountingConnector {
     fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        // reqwest is built without a TLS provider of its own: ring's,
+        // for the whole process, unless one is installed already.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let inner = ReqwestConnector::default().connect(options)?;
         Ok(HttpClient::new(Counting {
             inner,
